@@ -1,0 +1,169 @@
+#include "nascent/backends/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "nascent/core/error.h"
+
+namespace nascent::cpu {
+
+namespace {
+
+thread_local bool t_in_worker = false;
+
+// Workers sleep on a condition variable between jobs; a job is a task count
+// and a function, and tasks are claimed from an atomic counter so uneven
+// tasks balance themselves.
+class Pool {
+ public:
+  Pool() { resize(initial_threads()); }
+  ~Pool() { stop_workers(); }
+
+  int size() {
+    std::lock_guard<std::mutex> lock(run_mutex_);
+    return int(workers_.size()) + 1;
+  }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> lock(run_mutex_);
+    stop_workers();
+    stopping_ = false;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  void run(int tasks, const std::function<void(int)>& fn) {
+    if (tasks <= 0) return;
+    if (tasks == 1 || t_in_worker) {
+      for (int t = 0; t < tasks; ++t) fn(t);
+      return;
+    }
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    if (workers_.empty()) {
+      for (int t = 0; t < tasks; ++t) fn(t);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fn_ = &fn;
+      tasks_ = tasks;
+      next_.store(0);
+      done_ = 0;
+      ++generation_;
+    }
+    wake_.notify_all();
+    t_in_worker = true;
+    int finished = claim_and_run(fn, tasks);
+    t_in_worker = false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_ += finished;
+    // Wait for the tasks and for every worker that joined: a worker still
+    // holding fn_ must not see the next job's counter.
+    idle_.wait(lock, [&] { return done_ == tasks_ && active_ == 0; });
+    fn_ = nullptr;
+  }
+
+ private:
+  static int initial_threads() {
+    if (const char* env = std::getenv("NASCENT_NUM_THREADS")) {
+      int n = std::atoi(env);
+      if (n > 0) return n;
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+  }
+
+  int claim_and_run(const std::function<void(int)>& fn, int tasks) {
+    int count = 0;
+    for (int t; (t = next_.fetch_add(1)) < tasks; ++count) fn(t);
+    return count;
+  }
+
+  void work() {
+    t_in_worker = true;
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* fn;
+      int tasks;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        if (fn_ == nullptr) continue;  // Woke after that job had ended.
+        fn = fn_;
+        tasks = tasks_;
+        ++active_;
+      }
+      int finished = claim_and_run(*fn, tasks);
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ += finished;
+      --active_;
+      if (done_ == tasks_ && active_ == 0) idle_.notify_one();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  std::mutex run_mutex_;  // One job at a time; callers queue here.
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int tasks_ = 0;
+  int done_ = 0;
+  int active_ = 0;  // Workers inside the current job.
+  std::atomic<int> next_{0};
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  if (n < 1) {
+    throw ValueError("set_num_threads: need at least one thread, got " +
+                     std::to_string(n));
+  }
+  pool().resize(n);
+}
+
+void parallel_tasks(int tasks, const std::function<void(int)>& fn) {
+  pool().run(tasks, fn);
+}
+
+void parallel_for(int64_t n, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int threads = t_in_worker ? 1 : num_threads();
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  pool().run(int(chunks), [&](int c) {
+    int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    if (begin < end) fn(begin, end);
+  });
+}
+
+}  // namespace nascent::cpu

@@ -1,0 +1,160 @@
+// The Backend interface: one virtual per op family, plus storage,
+// materialize and the releaser trio.
+//
+// Core validates every call before it reaches a backend, so a backend may
+// assume: shapes agree (inputs already broadcast to the output shape as
+// stride-0 views where the op broadcasts), dtypes are the ones the op's
+// front-end documents, axes are normalised, and all tensors live on this
+// backend. Outputs are freshly allocated and contiguous unless the op says
+// otherwise; inputs may be any strided view (strides may be 0 or negative).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nascent/core/op_table.h"
+#include "nascent/core/scalar.h"
+
+namespace nascent {
+
+class Tensor;
+
+// Memory owned by a backend; tensors share it through shared_ptr. A backend
+// derives from it (a host buffer, a device allocation, a lazy result).
+class BackendData {
+ public:
+  explicit BackendData(size_t nbytes) : nbytes_(nbytes) {}
+  virtual ~BackendData() = default;
+  BackendData(const BackendData&) = delete;
+  BackendData& operator=(const BackendData&) = delete;
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  size_t nbytes_;
+};
+
+// Host bytes of a tensor's whole storage, kept alive by `owner`.
+struct HostBytes {
+  std::shared_ptr<const void> owner;
+  const std::byte* data = nullptr;
+  size_t size = 0;
+};
+
+struct MemoryStats {
+  size_t allocated_bytes = 0;   // Held by live tensors.
+  size_t cached_bytes = 0;      // Free but kept for reuse.
+  size_t persistent_bytes = 0;  // Marked persistent (parameters, state).
+  size_t peak_bytes = 0;        // Highest allocated_bytes so far.
+};
+
+struct UnaryParams {
+  double a = 0.0;  // clamp: lower bound; pow_scalar: exponent.
+  double b = 0.0;  // clamp: upper bound.
+};
+
+struct ReduceParams {
+  int64_t correction = 1;  // var: divide by N - correction (Bessel).
+};
+
+struct RandomParams {
+  uint64_t seed = 0;
+  uint64_t offset = 0;  // Counter offset, a multiple of 4 (see random.h).
+  double a = 0.0;       // uniform: low; normal: mean; bernoulli: p.
+  double b = 1.0;       // uniform: high; normal: std.
+};
+
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+struct Pool2dParams {
+  int64_t kernel[2] = {2, 2};
+  int64_t stride[2] = {2, 2};
+  int64_t padding[2] = {0, 0};
+  bool count_include_pad = true;  // avg_pool2d only.
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // Storage. allocate's memory is uninitialised.
+  virtual std::shared_ptr<BackendData> allocate(size_t nbytes) = 0;
+  virtual std::shared_ptr<BackendData> upload(const void* host,
+                                              size_t nbytes) = 0;
+  // The only way bytes leave a backend: CPU hands out its buffer, a device
+  // backend waits for the tensor's pending work and copies it back.
+  virtual HostBytes materialize(const Tensor& t) = 0;
+
+  // Releaser: memory also goes back by RAII when the last handle dies; these
+  // let a caller free early and keep parameters out of trim().
+  virtual void release(Tensor& t);
+  virtual void set_persistent(const Tensor& t, bool persistent) = 0;
+  virtual bool is_persistent(const Tensor& t) const = 0;
+  virtual void trim() = 0;
+  virtual MemoryStats memory_stats() const = 0;
+
+  // fill: every element = a. arange: element i = a + i * b.
+  virtual void create(CreationOp op, Scalar a, Scalar b, Tensor& out) = 0;
+  // Counter-based: element i of `out` (in row-major order) depends only on
+  // the seed, the offset and i, never on threads or device (random.h).
+  virtual void random(RandomOp op, const RandomParams& p, Tensor& out) = 0;
+  // dst may be a strided view (not overlapping itself) and have another
+  // dtype than src: the conversion rules are those of from_double().
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // x and out share dtype and shape; out may alias a contiguous x.
+  virtual void unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
+                     Tensor& out) = 0;
+  // a and b share dtype and out's shape (broadcast views). out has their
+  // dtype, or bool for comparisons and logic ops.
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b,
+                      Tensor& out) = 0;
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                     Tensor& out) = 0;
+  // axes are sorted and unique; out has x's rank with size 1 on those axes.
+  virtual void reduce(ReduceOp op, const Tensor& x,
+                      const std::vector<int>& axes, const ReduceParams& p,
+                      Tensor& out) = 0;
+  virtual void scan(ScanOp op, const Tensor& x, int axis, Tensor& out) = 0;
+  // a [..., M, K] and b [..., K, N] with equal (broadcast) batch dims.
+  virtual void matmul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // conv2d: a = input [N,C,H,W], b = weight [O,C/g,KH,KW], out [N,O,OH,OW].
+  // conv2d_backward_input: a = grad_out, b = weight, out = grad_input.
+  // conv2d_backward_weight: a = input, b = grad_out, out = grad_weight.
+  virtual void conv2d(ConvOp op, const Tensor& a, const Tensor& b,
+                      const Tensor* bias, const Conv2dParams& p,
+                      Tensor& out) = 0;
+  // Forward: x [N,C,H,W] -> out; max_pool2d also writes out_indices (i64,
+  // flat index into H*W) when asked. Backward: x = grad_out, indices from
+  // the forward for max, out = grad_input.
+  virtual void pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
+                      const Pool2dParams& p, Tensor& out,
+                      Tensor* out_indices) = 0;
+  // x is contiguous; the op runs along `axis`.
+  virtual void softmax(SoftmaxOp op, const Tensor& x, int axis,
+                       Tensor& out) = 0;
+  // x is a contiguous [rows, cols]; weight and bias contiguous [cols]. mean
+  // and rstd ([rows], f32 or f64 as x) are written when non-null.
+  virtual void norm(NormOp op, const Tensor& x, const Tensor* weight,
+                    const Tensor* bias, double eps, Tensor& out, Tensor* mean,
+                    Tensor* rstd) = 0;
+  // index is i64 and already checked to be in range. gather: out[i][j] =
+  // x[index[i][j]][j] along axis. index_select: index is 1-D. scatter_add:
+  // out already holds x; adds src at index along axis.
+  virtual void index(IndexOp op, const Tensor& x, int axis,
+                     const Tensor& index, const Tensor* src, Tensor& out) = 0;
+};
+
+// The backend used where none is named. Defined outside core (the library
+// picks the CPU backend); set_default_backend replaces it.
+Backend& default_backend();
+void set_default_backend(Backend* backend);
+
+}  // namespace nascent

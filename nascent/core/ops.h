@@ -1,0 +1,238 @@
+// The op front-ends: each validates its arguments (shapes, dtypes, axes,
+// backends), promotes dtypes, computes the output shape, allocates the output
+// and hands the work to the tensors' Backend. Errors name the op and shapes.
+//
+// Implementations live in core/ops/, one file per op family.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "nascent/core/random.h"
+#include "nascent/core/tensor.h"
+
+namespace nascent {
+
+using Axes = std::vector<int64_t>;
+
+// --- Creation (ops/creation.cpp) -------------------------------------------
+Tensor full(const Shape& shape, Scalar value, Backend& backend,
+            DType dtype = DType::f32);
+Tensor zeros(const Shape& shape, Backend& backend, DType dtype = DType::f32);
+Tensor ones(const Shape& shape, Backend& backend, DType dtype = DType::f32);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+// Values start, start + step, ... below stop (above, for a negative step).
+Tensor arange(Scalar start, Scalar stop, Scalar step, Backend& backend,
+              DType dtype = DType::f32);
+Tensor arange(int64_t stop, Backend& backend, DType dtype = DType::i64);
+// Copies host values into a new tensor; shape defaults to 1-D.
+Tensor from_data(const void* data, const Shape& shape, DType dtype,
+                 Backend& backend);
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape,
+                   Backend& backend);
+template <class T>
+Tensor from_vector(const std::vector<T>& values, Backend& backend) {
+  return from_vector(values, Shape{int64_t(values.size())}, backend);
+}
+
+// --- Random (ops/random.cpp); the same seed gives the same numbers on every
+// backend and thread count. The Generator overloads advance its offset.
+Tensor rand(const Shape& shape, Backend& backend, uint64_t seed,
+            DType dtype = DType::f32);  // Uniform in [0, 1).
+Tensor randn(const Shape& shape, Backend& backend, uint64_t seed,
+             DType dtype = DType::f32);
+Tensor uniform(const Shape& shape, double low, double high, Backend& backend,
+               Generator& gen, DType dtype = DType::f32);
+Tensor normal(const Shape& shape, double mean, double std, Backend& backend,
+              Generator& gen, DType dtype = DType::f32);
+// 1 with probability p, else 0, in `dtype`.
+Tensor bernoulli(const Shape& shape, double p, Backend& backend,
+                 Generator& gen, DType dtype = DType::f32);
+
+// --- Element-wise unary (ops/unary.cpp). Ops on real numbers (exp, sigmoid,
+// ...) take integer inputs as f32; neg, abs, sign, square, relu and clamp
+// keep integer dtypes.
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);       // x * Phi(x), with erf.
+Tensor gelu_tanh(const Tensor& x);  // The tanh approximation.
+Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // Half to even, as PyTorch.
+Tensor reciprocal(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor clamp(const Tensor& x, double low, double high);
+Tensor pow(const Tensor& x, double exponent);
+Tensor logical_not(const Tensor& x);
+Tensor unary(UnaryOp op, const Tensor& x, const UnaryParams& p = {});
+
+// --- Element-wise binary with broadcasting and promotion (ops/binary.cpp).
+// div is true division (integers give f32). Comparisons and logic give bool.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+// With a scalar: the scalar takes the tensor's dtype (a float scalar with an
+// integer tensor gives f32), as in PyTorch.
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b);
+Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor maximum(const Tensor& a, Scalar b);
+Tensor minimum(const Tensor& a, Scalar b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, Scalar b);
+// cond is bool (other dtypes are cast); a and b are promoted together.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
+
+// --- Reductions (ops/reduce.cpp). Empty axes means all axes. sum and prod of
+// integers and bool give i64; mean, var, std and logsumexp need floats
+// (integers are taken as f32); argmax/argmin give i64 and take one axis, or
+// none for the flattened tensor.
+Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor var(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+Tensor std(const Tensor& x, const Axes& axes = {}, int64_t correction = 1,
+           bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // Of the flattened tensor, 0-d.
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
+Tensor argmin(const Tensor& x);
+Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
+Tensor cumsum(const Tensor& x, int64_t axis);
+
+// --- Linear algebra (ops/matmul.cpp): NumPy matmul semantics (1-D operands
+// gain and lose an axis; batch axes broadcast). f16/bf16 accumulate in f32.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// --- Convolution and pooling (ops/conv.cpp, ops/pool.cpp), NCHW.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor* bias,
+              const Conv2dParams& p = {});
+Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight,
+                             const Shape& input_shape,
+                             const Conv2dParams& p = {});
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& grad_out,
+                              const Shape& weight_shape,
+                              const Conv2dParams& p = {});
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
+// Values and i64 indices into each plane's H*W.
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x,
+                                                  const Pool2dParams& p);
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                           const Shape& input_shape, const Pool2dParams& p);
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape,
+                           const Pool2dParams& p);
+
+// --- Softmax and norms (ops/softmax.cpp, ops/norm.cpp).
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+// Normalises over the trailing normalized_ndim axes; weight and bias (may be
+// null) have those axes' shape.
+Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias,
+                  double eps = 1e-5, int64_t normalized_ndim = 1);
+Tensor rms_norm(const Tensor& x, const Tensor* weight, double eps = 1e-6,
+                int64_t normalized_ndim = 1);
+
+// --- Indexing (ops/index.cpp). Indices are i64 or i32; negative or
+// out-of-range indices raise ValueError naming the op.
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index,
+                   const Tensor& src);
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+// weight [V, D], ids of any shape -> ids.shape + [D].
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+Tensor one_hot(const Tensor& ids, int64_t num_classes,
+               DType dtype = DType::i64);
+
+// --- Shape ops that copy (ops/shape.cpp).
+Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
+// Views of consecutive pieces of `size` (the last may be smaller).
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes,
+                          int64_t axis = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
+// pads: (before, after) pairs from the last axis backwards, as PyTorch's
+// F.pad; constant value.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads,
+           Scalar value = 0.0);
+Tensor flip(const Tensor& x, const Axes& axes);
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
+Tensor tril(const Tensor& x, int64_t k = 0);
+Tensor triu(const Tensor& x, int64_t k = 0);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape,
+                   Backend& backend) {
+  if (int64_t(values.size()) != checked_numel(shape, "from_vector")) {
+    throw ShapeError("from_vector: " + std::to_string(values.size()) +
+                     " values do not fill shape " + to_string(shape));
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return from_data(bytes.data(), shape, DType::boolean, backend);
+  } else {
+    return from_data(values.data(), shape, dtype_of<T>, backend);
+  }
+}
+
+}  // namespace nascent
