@@ -152,7 +152,7 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from) {
 bool view_strides(const Shape& shape, const Strides& strides,
                   const Shape& new_shape, Strides& out) {
   out.assign(new_shape.size(), 0);
-  if (numel(shape) == 0) {
+  if (numel(shape) == 0 || shape.empty()) {
     out = contiguous_strides(new_shape);
     return true;
   }
