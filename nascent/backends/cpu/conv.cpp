@@ -1,6 +1,483 @@
+// conv2d and its two gradients on the CPU, NCHW, f32 and f64.
+//
+// Three paths:
+// - im2col + GEMM (the general case). Per image and group, the output
+//   [Og, OH*OW] is W_g [Og, K] times col [K, OH*OW], K = Cg*KH*KW. col is
+//   built for a block of output rows at a time (at most kColBytes), so large
+//   images never need a [K, OH*OW] buffer, let alone one for the batch.
+// - 1x1, stride 1, no padding: the input plane already is col; no copy.
+// - one input channel per group (depthwise, and the usual first layer with
+//   C = 1): direct loops, since a GEMM with K = KH*KW is all overhead.
+//
+// Threads: with enough images each thread takes whole images and runs GEMM
+// serially (no sharing, no false sharing of outputs); with few images the
+// images run one after another and GEMM, im2col and col2im split the work
+// of each one. The thread pool runs nested parallel_for calls serially, so
+// the same per-image code serves both.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/thread_pool.h"
+
 namespace nascent::cpu {
-void Backend::conv2d(ConvOp op, const Tensor&, const Tensor&, const Tensor*, const Conv2dParams&, Tensor&) {
-  throw BackendError(std::string("cpu: ") + nascent::name(op) + " not written yet");
+
+namespace {
+
+// Largest im2col block per thread. Big enough that GEMM sees long rows, small
+// enough to stay in L2 while GEMM packs it.
+constexpr int64_t kColBytes = int64_t(1) << 20;
+
+struct Geometry {
+  int64_t n, c, h, w;  // Input.
+  int64_t o, kh, kw;   // Weight [O, C / groups, KH, KW].
+  int64_t oh, ow;      // Output.
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t k() const { return cg() * kh * kw; }
+  int64_t hw() const { return h * w; }
+  int64_t ohw() const { return oh * ow; }
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
+  }
+};
+
+Geometry make_geometry(const Shape& x, const Shape& w, const Shape& out,
+                       const Conv2dParams& p) {
+  return Geometry{x[0],         x[1],          x[2],          x[3],
+                  w[0],         w[2],          w[3],          out[2],
+                  out[3],       p.stride[0],   p.stride[1],   p.padding[0],
+                  p.padding[1], p.dilation[0], p.dilation[1], p.groups};
 }
+
+void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
+  gemm_f32(g, a, b, c);
+}
+void gemm(const GemmArgs& g, const double* a, const double* b, double* c) {
+  gemm_f64(g, a, b, c);
+}
+
+// ceil(a / b) for b > 0 and any a.
+int64_t div_up(int64_t a, int64_t b) {
+  return a <= 0 ? -(-a / b) : (a + b - 1) / b;
+}
+
+// Output columns [lo, hi) whose input column ow*stride - pad + tap lies in
+// [0, size), for a kernel tap offset `tap` (= j * dilation).
+struct Range {
+  int64_t lo, hi;
+};
+Range valid_outputs(int64_t size, int64_t out, int64_t stride, int64_t pad,
+                    int64_t tap) {
+  int64_t lo = std::clamp<int64_t>(div_up(pad - tap, stride), 0, out);
+  int64_t hi = std::clamp<int64_t>(div_up(size + pad - tap, stride), lo, out);
+  return {lo, hi};
+}
+
+// Per-thread scratch reused across calls, so im2col does not fault in fresh
+// pages on every call. Bounded by kColBytes (or one output row of col).
+template <class T>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+// Output rows per im2col block.
+int64_t rows_per_block(const Geometry& g, size_t itemsize) {
+  int64_t row_bytes = g.k() * g.ow * int64_t(itemsize);
+  return std::clamp<int64_t>(kColBytes / std::max<int64_t>(row_bytes, 1), 1,
+                             g.oh);
+}
+
+// col[K, (r1 - r0) * OW] of one image and group (x points at its first
+// channel) for output rows [r0, r1). Padding reads as zero.
+template <class T>
+void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
+  const int64_t cols = (r1 - r0) * g.ow;
+  parallel_for(
+      g.k(), std::max<int64_t>(1, 16384 / cols), [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row) {
+          const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
+          const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
+          const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+          T* dst = col + row * cols;
+          for (int64_t r = r0; r < r1; ++r, dst += g.ow) {
+            const int64_t ih = r * g.sh - g.ph + i * g.dh;
+            if (ih < 0 || ih >= g.h) {
+              std::fill(dst, dst + g.ow, T(0));
+              continue;
+            }
+            const T* src = plane + ih * g.w + j * g.dw - g.pw;
+            std::fill(dst, dst + cr.lo, T(0));
+            if (g.sw == 1) {
+              std::memcpy(dst + cr.lo, src + cr.lo,
+                          size_t(cr.hi - cr.lo) * sizeof(T));
+            } else {
+              for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] = src[c * g.sw];
+            }
+            std::fill(dst + cr.hi, dst + g.ow, T(0));
+          }
+        }
+      });
+}
+
+// The adjoint of im2col: adds col's entries back to the input positions they
+// were read from. Split by channel, since only a channel's own rows of col
+// land in its plane.
+template <class T>
+void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
+  const int64_t cols = (r1 - r0) * g.ow;
+  const int64_t per_channel = g.kh * g.kw;
+  parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * per_channel)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t ci = b; ci < e; ++ci) {
+                   T* plane = x + ci * g.hw();
+                   for (int64_t i = 0; i < g.kh; ++i) {
+                     for (int64_t j = 0; j < g.kw; ++j) {
+                       const Range cr =
+                           valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+                       const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
+                       for (int64_t r = r0; r < r1; ++r, src += g.ow) {
+                         const int64_t ih = r * g.sh - g.ph + i * g.dh;
+                         if (ih < 0 || ih >= g.h) continue;
+                         T* dst = plane + ih * g.w + j * g.dw - g.pw;
+                         if (g.sw == 1) {
+                           for (int64_t c = cr.lo; c < cr.hi; ++c)
+                             dst[c] += src[c];
+                         } else {
+                           for (int64_t c = cr.lo; c < cr.hi; ++c)
+                             dst[c * g.sw] += src[c];
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// --- im2col + GEMM, one image at a time ------------------------------------
+
+template <class T>
+void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
+                   T* out) {
+  const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
+  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const T* xg = x + grp * g.cg() * g.hw();
+    T* outg = out + grp * og * ohw;
+    for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
+      const int64_t r1 = std::min(g.oh, r0 + block);
+      const int64_t cols = (r1 - r0) * g.ow;
+      T* c = outg + r0 * g.ow;
+      if (bias != nullptr) {
+        for (int64_t m = 0; m < og; ++m) {
+          std::fill(c + m * ohw, c + m * ohw + cols, bias[grp * og + m]);
+        }
+      }
+      const T* b = xg;  // Pointwise: the input rows are col.
+      int64_t rsb = g.hw();
+      if (!g.pointwise()) {
+        im2col(g, xg, r0, r1, col);
+        b = col;
+        rsb = cols;
+      }
+      GemmArgs args;
+      args.m = og, args.n = cols, args.k = k;
+      args.rsa = k, args.csa = 1, args.rsb = rsb, args.csb = 1;
+      args.ldc = ohw, args.accumulate = bias != nullptr;
+      gemm(args, w + grp * og * k, b, c);
+    }
+  }
+}
+
+// grad_x = col2im(W_g^T grad_out_g), block by block.
+template <class T>
+void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
+  const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
+  if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
+  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const T* gg = gout + grp * og * ohw;
+    T* dxg = dx + grp * g.cg() * g.hw();
+    for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
+      const int64_t r1 = std::min(g.oh, r0 + block);
+      const int64_t cols = (r1 - r0) * g.ow;
+      GemmArgs args;
+      args.m = k, args.n = cols, args.k = og;
+      args.rsa = 1, args.csa = k, args.rsb = ohw, args.csb = 1;
+      args.ldc = g.pointwise() ? g.hw() : cols;
+      gemm(args, w + grp * og * k, gg + r0 * g.ow, g.pointwise() ? dxg : col);
+      if (!g.pointwise()) col2im(g, col, r0, r1, dxg);
+    }
+  }
+}
+
+// dw += grad_out_g col^T for one image; dw must be initialised.
+template <class T>
+void backward_weight_image(const Geometry& g, const T* x, const T* gout,
+                           T* dw) {
+  const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
+  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const T* xg = x + grp * g.cg() * g.hw();
+    const T* gg = gout + grp * og * ohw;
+    for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
+      const int64_t r1 = std::min(g.oh, r0 + block);
+      const int64_t cols = (r1 - r0) * g.ow;
+      const T* b = xg;
+      int64_t csb = g.hw();
+      if (!g.pointwise()) {
+        im2col(g, xg, r0, r1, col);
+        b = col;
+        csb = cols;
+      }
+      GemmArgs args;
+      args.m = og, args.n = k, args.k = cols;
+      args.rsa = ohw, args.csa = 1, args.rsb = 1, args.csb = csb;
+      args.ldc = k, args.accumulate = true;
+      gemm(args, gg + r0 * g.ow, b, dw + grp * og * k);
+    }
+  }
+}
+
+// --- Direct loops for one input channel per group ---------------------------
+
+// out[oc] = bias + sum over taps of w[oc, tap] * shifted x[oc / Og].
+template <class T>
+void forward_direct_plane(const Geometry& g, const T* x, const T* w, T bias,
+                          T* out) {
+  for (int64_t r = 0; r < g.oh; ++r) {
+    T* orow = out + r * g.ow;
+    std::fill(orow, orow + g.ow, bias);
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ih = r * g.sh - g.ph + i * g.dh;
+      if (ih < 0 || ih >= g.h) continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+        const T* src = x + ih * g.w + j * g.dw - g.pw;
+        const T wv = w[i * g.kw + j];
+        if (g.sw == 1) {
+          for (int64_t c = cr.lo; c < cr.hi; ++c) orow[c] += wv * src[c];
+        } else {
+          for (int64_t c = cr.lo; c < cr.hi; ++c) {
+            orow[c] += wv * src[c * g.sw];
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx[ci] = sum over the Og output channels of channel ci of the scattered
+// taps; dx must be zero.
+template <class T>
+void backward_input_direct_plane(const Geometry& g, const T* gout, const T* w,
+                                 T* dx) {
+  for (int64_t r = 0; r < g.oh; ++r) {
+    const T* grow = gout + r * g.ow;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ih = r * g.sh - g.ph + i * g.dh;
+      if (ih < 0 || ih >= g.h) continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+        T* dst = dx + ih * g.w + j * g.dw - g.pw;
+        const T wv = w[i * g.kw + j];
+        if (g.sw == 1) {
+          for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] += wv * grow[c];
+        } else {
+          for (int64_t c = cr.lo; c < cr.hi; ++c) {
+            dst[c * g.sw] += wv * grow[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+// dw[oc, tap] += sum over positions of grad_out[oc] * shifted x[oc / Og].
+template <class T>
+void backward_weight_direct_plane(const Geometry& g, const T* x, const T* gout,
+                                  T* dw) {
+  for (int64_t r = 0; r < g.oh; ++r) {
+    const T* grow = gout + r * g.ow;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ih = r * g.sh - g.ph + i * g.dh;
+      if (ih < 0 || ih >= g.h) continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+        const T* src = x + ih * g.w + j * g.dw - g.pw;
+        // Four partial sums break the add chain so the loop can pipeline.
+        T acc[4] = {T(0), T(0), T(0), T(0)};
+        int64_t c = cr.lo;
+        for (; c + 4 <= cr.hi; c += 4) {
+          for (int64_t u = 0; u < 4; ++u) {
+            acc[u] += grow[c + u] * src[(c + u) * g.sw];
+          }
+        }
+        for (; c < cr.hi; ++c) acc[0] += grow[c] * src[c * g.sw];
+        dw[i * g.kw + j] += (acc[0] + acc[1]) + (acc[2] + acc[3]);
+      }
+    }
+  }
+}
+
+template <class T>
+void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
+                 const T* bias, T* out) {
+  const int64_t og = g.og(), taps = g.kh * g.kw;
+  const int64_t plane_work = g.ohw() * taps;
+  const int64_t grain = std::max<int64_t>(1, 65536 / plane_work);
+  switch (op) {
+    case ConvOp::conv2d:  // a = x, b = w; one task per output plane.
+      parallel_for(g.n * g.o, grain, [&](int64_t s, int64_t e) {
+        for (int64_t p = s; p < e; ++p) {
+          const int64_t n = p / g.o, oc = p % g.o;
+          forward_direct_plane(g, a + (n * g.c + oc / og) * g.hw(),
+                               b + oc * taps, bias != nullptr ? bias[oc] : T(0),
+                               out + p * g.ohw());
+        }
+      });
+      break;
+    case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
+      parallel_for(g.n * g.c, std::max<int64_t>(1, grain / og),
+                   [&](int64_t s, int64_t e) {
+                     for (int64_t p = s; p < e; ++p) {
+                       const int64_t n = p / g.c, ci = p % g.c;
+                       T* dx = out + p * g.hw();
+                       std::fill(dx, dx + g.hw(), T(0));
+                       for (int64_t m = 0; m < og; ++m) {
+                         const int64_t oc = ci * og + m;
+                         backward_input_direct_plane(
+                             g, a + (n * g.o + oc) * g.ohw(), b + oc * taps,
+                             dx);
+                       }
+                     }
+                   });
+      break;
+    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
+      parallel_for(
+          g.o, std::max<int64_t>(1, grain / g.n), [&](int64_t s, int64_t e) {
+            for (int64_t oc = s; oc < e; ++oc) {
+              T* dw = out + oc * taps;
+              std::fill(dw, dw + taps, T(0));
+              for (int64_t n = 0; n < g.n; ++n) {
+                backward_weight_direct_plane(g,
+                                             a + (n * g.c + oc / og) * g.hw(),
+                                             b + (n * g.o + oc) * g.ohw(), dw);
+              }
+            }
+          });
+      break;
+  }
+}
+
+// --- im2col + GEMM over the batch -------------------------------------------
+
+// Whole images per thread when that balances; else image after image, each
+// split across the threads.
+bool split_by_image(int64_t images) {
+  const int64_t threads = num_threads();
+  return images >= 4 * threads || images % threads == 0;
+}
+
+void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
+  if (split_by_image(images)) {
+    parallel_for(images, 1, [&](int64_t s, int64_t e) {
+      for (int64_t n = s; n < e; ++n) fn(n);
+    });
+  } else {
+    for (int64_t n = 0; n < images; ++n) fn(n);
+  }
+}
+
+template <class T>
+void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
+               const T* bias, T* out) {
+  const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
+  switch (op) {
+    case ConvOp::conv2d:
+      for_each_image(g.n, [&](int64_t n) {
+        forward_image(g, a + n * x_size, b, bias, out + n * y_size);
+      });
+      break;
+    case ConvOp::conv2d_backward_input:
+      for_each_image(g.n, [&](int64_t n) {
+        backward_input_image(g, a + n * y_size, b, out + n * x_size);
+      });
+      break;
+    case ConvOp::conv2d_backward_weight: {
+      const int64_t w_size = g.o * g.k();
+      std::fill(out, out + w_size, T(0));
+      if (!split_by_image(g.n)) {
+        for (int64_t n = 0; n < g.n; ++n) {
+          backward_weight_image(g, a + n * x_size, b + n * y_size, out);
+        }
+        break;
+      }
+      // Each thread sums its images into its own buffer (the first into
+      // out); the buffers are added at the end.
+      const int64_t tasks = std::min<int64_t>(num_threads(), g.n);
+      std::vector<T> partial(size_t((tasks - 1) * w_size), T(0));
+      parallel_tasks(int(tasks), [&](int t) {
+        T* dw = t == 0 ? out : partial.data() + (t - 1) * w_size;
+        for (int64_t n = g.n * t / tasks; n < g.n * (t + 1) / tasks; ++n) {
+          backward_weight_image(g, a + n * x_size, b + n * y_size, dw);
+        }
+      });
+      for (int64_t t = 1; t < tasks; ++t) {
+        const T* p = partial.data() + (t - 1) * w_size;
+        for (int64_t i = 0; i < w_size; ++i) out[i] += p[i];
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+void Backend::conv2d(ConvOp op, const Tensor& a, const Tensor& b,
+                     const Tensor* bias, const Conv2dParams& p, Tensor& out) {
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  const Tensor biasc = bias != nullptr ? bias->contiguous() : Tensor();
+  Geometry g{};
+  switch (op) {
+    case ConvOp::conv2d:
+      g = make_geometry(a.shape(), b.shape(), out.shape(), p);
+      break;
+    case ConvOp::conv2d_backward_input:
+      g = make_geometry(out.shape(), b.shape(), a.shape(), p);
+      break;
+    case ConvOp::conv2d_backward_weight:
+      g = make_geometry(a.shape(), out.shape(), b.shape(), p);
+      break;
+  }
+  dispatch_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* bias_ptr = bias != nullptr ? data_ptr<T>(biasc) : nullptr;
+      if (g.cg() == 1) {
+        conv_direct(op, g, data_ptr<T>(ac), data_ptr<T>(bc), bias_ptr,
+                    data_ptr<T>(out));
+      } else {
+        conv_gemm(op, g, data_ptr<T>(ac), data_ptr<T>(bc), bias_ptr,
+                  data_ptr<T>(out));
+      }
+    } else {
+      throw BackendError(fmt::format("cpu: {} takes f32 or f64, got {}",
+                                     nascent::name(op), out.to_string()));
+    }
+  });
+}
+
 }  // namespace nascent::cpu
