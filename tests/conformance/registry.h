@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ struct Case {
 };
 
 std::vector<Case>& cases();
+
+}  // namespace nascent::conformance
+
+namespace nascent {
+// Lets gtest print an Op parameter by name.
+inline void PrintTo(Op op, std::ostream* os) { *os << name(op); }
+}  // namespace nascent
+
+namespace nascent::conformance {
 
 struct Registrar {
   Registrar(Op op, const char* label, void (*fn)(Backend&)) {
