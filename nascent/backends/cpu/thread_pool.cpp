@@ -16,6 +16,15 @@ namespace {
 
 thread_local bool t_in_worker = false;
 
+// Emscripten without -pthread links std::thread but cannot start one (the
+// constructor throws), so there the pool keeps no workers and every job runs
+// on the calling thread.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+constexpr bool kCanStartThreads = false;
+#else
+constexpr bool kCanStartThreads = true;
+#endif
+
 // Workers sleep on a condition variable between jobs; a job is a task count
 // and a function, and tasks are claimed from an atomic counter so uneven
 // tasks balance themselves.
@@ -33,6 +42,7 @@ class Pool {
     std::lock_guard<std::mutex> lock(run_mutex_);
     stop_workers();
     stopping_ = false;
+    if (!kCanStartThreads) return;
     for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
   }
 
@@ -136,7 +146,9 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+  return pool().size();
+}
 
 void set_num_threads(int n) {
   if (n < 1) {

@@ -1,7 +1,8 @@
 // The CPU backend's worker threads. parallel_for splits [0, n) into chunks of
 // at least `grain` and runs them on the pool, the caller included. Thread
 // count: NASCENT_NUM_THREADS at start-up, else the hardware's, and
-// set_num_threads() at any time.
+// set_num_threads() at any time. A wasm build without threads runs everything
+// on the calling thread: num_threads() is then 1 whatever was asked.
 #pragma once
 
 #include <cstdint>

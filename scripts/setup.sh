@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building, testing and benchmarking nascent needs on Debian 12
+# (bookworm). Safe to run again: when every package is already installed it
+# only checks and returns.
+set -euo pipefail
+
+packages=(
+  # Build.
+  build-essential cmake ninja-build g++ clang-format
+  # Libraries (headers; fmt and Highway are also used header-only in wasm).
+  libfmt-dev libhwy-dev nlohmann-json3-dev libcli11-dev
+  # Tests: libgtest-dev for native builds, googletest's sources for wasm.
+  libgtest-dev googletest
+  # WebAssembly build and running its tests (emscripten 3.1.6, node).
+  emscripten nodejs node-acorn
+  # Benchmarks and their peers.
+  libbenchmark-dev libopenblas-dev libdnnl-dev python3-torch
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=()
+if ((EUID != 0)); then sudo=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The project's test command (CI runs it from .ci/run): installs what is
+# missing, builds the release preset with warnings as errors and runs ctest,
+# checks that core is device-free and that sources are clang-formatted, then
+# runs the test suite as WebAssembly under node. Every check runs even after
+# one fails; the exit status is non-zero if any failed.
+# NASCENT_JOBS sets the build's parallelism (default 2).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NASCENT_JOBS="${NASCENT_JOBS:-2}"
+
+failed=()
+step() {
+  local name="$1"
+  shift
+  echo
+  echo "=== $name: $* ==="
+  local start=$SECONDS
+  if "$@"; then
+    echo "=== $name: ok ($((SECONDS - start)) s) ==="
+  else
+    echo "=== $name: FAILED ($((SECONDS - start)) s) ==="
+    failed+=("$name")
+  fi
+}
+
+native_build() {
+  cmake --preset release && cmake --build --preset release -j "$NASCENT_JOBS"
+}
+
+format_check() {
+  local dirs=() d
+  for d in nascent apps tests bench examples; do
+    [[ -d "$d" ]] && dirs+=("$d")
+  done
+  find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' \
+    -o -name '*.cc' \) -print0 | sort -z |
+    xargs -0 clang-format --dry-run --Werror
+}
+
+step setup bash scripts/setup.sh
+if [[ " ${failed[*]} " == *" setup "* ]]; then
+  echo "setup failed: nothing else can run"
+  exit 1
+fi
+step build native_build
+if [[ " ${failed[*]} " != *" build "* ]]; then
+  step ctest ctest --preset release -j "$NASCENT_JOBS"
+fi
+step check_core bash scripts/check_core.sh
+step clang-format format_check
+step wasm bash scripts/wasm_test.sh --gtest_brief=1
+
+echo
+if ((${#failed[@]})); then
+  echo "test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "test.sh: all checks passed"
