@@ -48,8 +48,16 @@ void gather_strided(const Tensor& x, int axis, const int64_t* idx,
       U* d = dst + off[0];
       const int64_t* ip = idx + off[1];
       const U* s = src + off[2];
-      for (int64_t i = 0; i < n; ++i) {
-        d[i * st[0]] = s[i * st[2] + ip[i * st[1]] * axis_stride];
+      // The two common runs, with constant strides the compiler can use:
+      // along the indexed axis itself, and along a contiguous other axis.
+      if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+        for (int64_t i = 0; i < n; ++i) d[i] = s[ip[i] * axis_stride];
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+        for (int64_t i = 0; i < n; ++i) d[i] = s[i + ip[i] * axis_stride];
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          d[i * st[0]] = s[i * st[2] + ip[i * st[1]] * axis_stride];
+        }
       }
     });
   });

@@ -1,12 +1,14 @@
 // Indexing: gather, scatter_add, index_select and the ops built on them
 // (embedding, one_hot).
 //
-// Range checks read the index values on the host (to_vector) once per call.
-// On the CPU that is one pass over the indices (plus a copy to i64 for i32
-// or strided indices); on a device backend it is a synchronisation and a
-// copy of the index bytes. We pay it so that a bad index is a ValueError
-// naming the op and the value, never a read or write outside the storage.
+// Range checks read the index values on the host once per call: on the CPU
+// one pass over the indices in place (broadcast axes skipped; a strided
+// index is made contiguous first), on a device backend a synchronisation
+// and a copy of the index bytes. We pay it so that a bad index is a
+// ValueError naming the op and the value, never an access outside storage.
 #include <algorithm>
+#include <limits>
+#include <utility>
 
 #include "nascent/core/ops.h"
 #include "nascent/core/ops/validate.h"
@@ -23,21 +25,53 @@ Tensor index_to_i64(const char* op, const Tensor& index) {
   return index.cast(DType::i64);
 }
 
+// Smallest and largest value of a non-empty i64 tensor. Axes of stride 0
+// only repeat values and are dropped, so an expanded index costs what its
+// source does; the rest is read in place through materialize.
+std::pair<int64_t, int64_t> value_range(const Tensor& idx) {
+  Shape shape;
+  Strides strides;
+  for (int d = 0; d < idx.ndim(); ++d) {
+    if (idx.shape()[size_t(d)] != 1 && idx.strides()[size_t(d)] != 0) {
+      shape.push_back(idx.shape()[size_t(d)]);
+      strides.push_back(idx.strides()[size_t(d)]);
+    }
+  }
+  Tensor t = idx.as_strided(shape, strides, idx.offset()).contiguous();
+  HostBytes host = t.backend().materialize(t);
+  size_t n = size_t(t.numel());
+  size_t start = size_t(t.offset()) * sizeof(int64_t);
+  if (start + n * sizeof(int64_t) > host.size) {
+    throw BackendError(fmt::format(
+        "materialize: backend {} returned {} bytes for {} at offset {}",
+        t.backend().name(), host.size, t.to_string(), t.offset()));
+  }
+  const auto* v = reinterpret_cast<const int64_t*>(host.data + start);
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  int64_t hi = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < n; ++i) {
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+  }
+  return {lo, hi};
+}
+
 // ValueError naming `op` for the first value of idx (i64) outside
 // [0, size); `index` is the caller's tensor, named in the message.
 void check_range(const char* op, const Tensor& idx, const Tensor& index,
                  int64_t size, int axis, const Tensor& x) {
   if (idx.numel() == 0) return;
+  auto [lo, hi] = value_range(idx);
+  if (lo >= 0 && hi < size) return;
+  // The error path: find the first bad index to name its position.
   std::vector<int64_t> values = idx.to_vector<int64_t>();
   auto bad = std::find_if(values.begin(), values.end(),
                           [size](int64_t v) { return v < 0 || v >= size; });
-  if (bad != values.end()) {
-    throw ValueError(fmt::format(
-        "{}: index {} (at flat position {} of index {}) is out of range "
-        "[0, {}) for axis {} of {}",
-        op, *bad, bad - values.begin(), index.to_string(), size, axis,
-        x.to_string()));
-  }
+  throw ValueError(fmt::format(
+      "{}: index {} (at flat position {} of index {}) is out of range "
+      "[0, {}) for axis {} of {}",
+      op, *bad, bad - values.begin(), index.to_string(), size, axis,
+      x.to_string()));
 }
 
 // A 0-d tensor seen as [1], so that backends only meet axes that exist.
