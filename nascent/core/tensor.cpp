@@ -70,6 +70,10 @@ const Tensor::Impl& Tensor::impl() const {
 }
 
 int64_t Tensor::shape(int64_t axis) const {
+  // normalize_axis lets axis 0 through for a 0-d tensor; it has no size.
+  if (ndim() == 0) {
+    throw ValueError(fmt::format("shape: a 0-d tensor has no axis {}", axis));
+  }
   return impl().shape[size_t(normalize_axis(axis, ndim(), "shape"))];
 }
 
@@ -152,7 +156,12 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from) {
 bool view_strides(const Shape& shape, const Strides& strides,
                   const Shape& new_shape, Strides& out) {
   out.assign(new_shape.size(), 0);
-  if (numel(shape) == 0 || shape.empty()) {
+  if (shape.empty()) {
+    // A 0-d tensor has no axes to walk; any all-ones shape views it.
+    out.assign(new_shape.size(), 1);
+    return true;
+  }
+  if (numel(shape) == 0) {
     out = contiguous_strides(new_shape);
     return true;
   }
@@ -243,7 +252,13 @@ Tensor Tensor::permute(const std::vector<int64_t>& axes) const {
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
-  if (ndim() < 2) return *this;
+  if (ndim() < 2) {
+    // Nothing to swap, but the axes must still make sense; the defaults
+    // (-2, -1) are allowed so that transpose() of a vector is a no-op.
+    normalize_axis(a, 2, "transpose");
+    normalize_axis(b, 2, "transpose");
+    return *this;
+  }
   std::vector<int64_t> axes(static_cast<size_t>(ndim()));
   std::iota(axes.begin(), axes.end(), 0);
   std::swap(axes[size_t(normalize_axis(a, ndim(), "transpose"))],
@@ -288,6 +303,7 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
 
 Tensor Tensor::select(int64_t axis, int64_t index) const {
   int ax = normalize_axis(axis, ndim(), "select");
+  if (ndim() == 0) throw ShapeError("select: cannot select from a 0-d tensor");
   int64_t n = shape()[size_t(ax)];
   if (index < -n || index >= n) {
     throw ValueError(fmt::format(
