@@ -36,7 +36,8 @@ add_link_options(
   -sMAXIMUM_MEMORY=4GB
   -sTOTAL_STACK=16MB
   # Return main's exit code to node, so ctest sees failures.
-  -sEXIT_RUNTIME=1)
+  -sEXIT_RUNTIME=1
+  "--pre-js=${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js")
 
 # emcc's JS optimizer needs node's acorn, which Debian keeps in
 # /usr/share/nodejs: give every link step that path, whatever the caller's
