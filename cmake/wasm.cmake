@@ -21,6 +21,14 @@ foreach(dir fmt hwy)
   endif()
 endforeach()
 
+# The --pre-js, copied under a name that changes with its content: ninja
+# relinks when a link command changes, not when a --pre-js file does.
+file(SHA1 "${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js" node_env_hash)
+string(SUBSTRING "${node_env_hash}" 0 12 node_env_hash)
+set(node_env_js "${CMAKE_BINARY_DIR}/node_env_${node_env_hash}.js")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js" "${node_env_js}"
+               COPYONLY)
+
 # Everything, googletest included, is built for SIMD128 with native wasm
 # exceptions (the tests check exception types; node >= 17 runs them).
 add_compile_options(-msimd128 -fwasm-exceptions)
@@ -37,7 +45,7 @@ add_link_options(
   -sTOTAL_STACK=16MB
   # Return main's exit code to node, so ctest sees failures.
   -sEXIT_RUNTIME=1
-  "--pre-js=${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js")
+  "--pre-js=${node_env_js}")
 
 # emcc's JS optimizer needs node's acorn, which Debian keeps in
 # /usr/share/nodejs: give every link step that path, whatever the caller's
