@@ -1,10 +1,10 @@
 # WebAssembly build (emcmake cmake ...): the core, the CPU backend and the
 # test suite for wasm32 with SIMD128, run under node.
 #
-# Debian ships fmt, Highway, nlohmann-json and CLI11 as x86-64 packages; we
-# use only their headers. /usr/include as a whole must stay off the include
-# path (its glibc headers would shadow emscripten's libc), so a build-tree
-# folder holds links to just the header folders we need.
+# Debian's compiled fmt and Highway libraries are for the host, so wasm uses
+# them header-only, like nlohmann-json and CLI11. /usr/include as a whole must
+# stay off the include path (its glibc headers would shadow emscripten's
+# libc), so a build-tree folder holds links to just these header folders.
 
 set(NASCENT_WASM_HEADERS "${CMAKE_BINARY_DIR}/wasm_include")
 file(MAKE_DIRECTORY "${NASCENT_WASM_HEADERS}")
@@ -21,6 +21,14 @@ foreach(dir fmt hwy)
   endif()
 endforeach()
 
+# The --pre-js, copied under a name that changes with its content: ninja
+# relinks when a link command changes, not when a --pre-js file does.
+file(SHA1 "${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js" node_env_hash)
+string(SUBSTRING "${node_env_hash}" 0 12 node_env_hash)
+set(node_env_js "${CMAKE_BINARY_DIR}/node_env_${node_env_hash}.js")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/wasm/node_env.js" "${node_env_js}"
+               COPYONLY)
+
 # Everything, googletest included, is built for SIMD128 with native wasm
 # exceptions (the tests check exception types; node >= 17 runs them).
 add_compile_options(-msimd128 -fwasm-exceptions)
@@ -36,13 +44,18 @@ add_link_options(
   -sMAXIMUM_MEMORY=4GB
   -sTOTAL_STACK=16MB
   # Return main's exit code to node, so ctest sees failures.
-  -sEXIT_RUNTIME=1)
+  -sEXIT_RUNTIME=1
+  "--pre-js=${node_env_js}")
 
 # emcc's JS optimizer needs node's acorn, which Debian keeps in
 # /usr/share/nodejs: give every link step that path, whatever the caller's
 # environment.
+set(node_path "/usr/share/nodejs")
+if(DEFINED ENV{NODE_PATH})
+  string(APPEND node_path ":$ENV{NODE_PATH}")
+endif()
 set(CMAKE_CXX_LINKER_LAUNCHER
-    "${CMAKE_COMMAND}" -E env "NODE_PATH=/usr/share/nodejs:$ENV{NODE_PATH}")
+    "${CMAKE_COMMAND}" -E env "NODE_PATH=${node_path}")
 
 # fmt, header-only.
 add_library(nascent_wasm_fmt INTERFACE)
@@ -56,7 +69,8 @@ add_library(fmt::fmt ALIAS nascent_wasm_fmt)
 # kernels written for dynamic dispatch build unchanged and never reach
 # libhwy's target table. hwy_runtime.cpp supplies the few libhwy functions
 # the headers can still call (hwy::Abort, from HWY_ASSERT in some ops).
-add_library(nascent_wasm_hwy STATIC "${CMAKE_CURRENT_LIST_DIR}/wasm/hwy_runtime.cpp")
+add_library(nascent_wasm_hwy STATIC
+            "${CMAKE_CURRENT_LIST_DIR}/wasm/hwy_runtime.cpp")
 target_include_directories(nascent_wasm_hwy SYSTEM PUBLIC
                            "${NASCENT_WASM_HEADERS}")
 add_library(hwy::hwy ALIAS nascent_wasm_hwy)

@@ -13,23 +13,38 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# Each rule: a name, then an extended regex matched against every line.
+# Alternatives joined into one extended-regex group.
+any_of() {
+  local IFS='|'
+  echo "($*)"
+}
+
 inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
+id='[A-Za-z0-9_]*'
+cuda_headers=(cuda cublas cudnn curand cufft cusparse cusolver nccl nvrtc
+  nvToolsExt thrust/ cub/ cutlass/ cute/ hip/ hipblas miopen rocblas)
+simd_headers=("[a-z0-9_]*intrin\.h" "arm_(neon|sve|fp16|bf16|acle)\.h"
+  "wasm_simd128\.h" "altivec\.h" "riscv_vector\.h")
+os_headers=("windows\.h" "unistd\.h" "pthread\.h" "dlfcn\.h" emscripten
+  sys/ mach/ linux/)
+macros=("__CUDA$id" __NVCC__ "__HIP$id" __x86_64__ __x86_64 __amd64__
+  __i386__ _M_X64 _M_IX86 _M_ARM64 _M_ARM __aarch64__ __arm__ "__ARM_$id"
+  "__AVX$id" "__SSE$id" __FMA__ __F16C__ "__wasm$id" "__EMSCRIPTEN$id"
+  _WIN32 _WIN64 _MSC_VER "__MINGW$id" __CYGWIN__ __APPLE__ __MACH__
+  __linux__ __linux __unix__ __unix __ANDROID__ __FreeBSD__ __GNUC__
+  __clang__ "__riscv$id" "__powerpc$id" "HWY_[A-Z0-9_]+")
+
+# Each rule: a name, then an extended regex matched against every line.
+conditionals=(if ifdef ifndef elif elifdef elifndef else endif)
 rules=(
   "conditional compilation"
-  '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b'
-  "CUDA/HIP header"
-  "${inc}(cuda|cublas|cudnn|curand|cufft|cusparse|cusolver|nccl|nvrtc|nvToolsExt|thrust/|cub/|cutlass/|cute/|hip/|hipblas|miopen|rocblas)"
-  "SIMD intrinsic header"
-  "${inc}([a-z0-9_]*intrin\.h|arm_neon\.h|arm_sve\.h|arm_fp16\.h|arm_bf16\.h|arm_acle\.h|wasm_simd128\.h|altivec\.h|riscv_vector\.h)"
-  "Highway header"
-  "${inc}hwy/"
-  "OS header"
-  "${inc}(windows\.h|unistd\.h|pthread\.h|dlfcn\.h|emscripten|sys/|mach/|linux/)"
-  "backend header"
-  "${inc}nascent/backends/"
-  "platform or compiler macro"
-  '\b(__CUDA[A-Za-z0-9_]*|__NVCC__|__HIP[A-Za-z0-9_]*|__x86_64__|__x86_64|__amd64__|__i386__|_M_X64|_M_IX86|_M_ARM64|_M_ARM|__aarch64__|__arm__|__ARM_[A-Za-z0-9_]*|__AVX[A-Za-z0-9_]*|__SSE[A-Za-z0-9_]*|__FMA__|__F16C__|__wasm[A-Za-z0-9_]*|__EMSCRIPTEN[A-Za-z0-9_]*|_WIN32|_WIN64|_MSC_VER|__MINGW[A-Za-z0-9_]*|__CYGWIN__|__APPLE__|__MACH__|__linux__|__linux|__unix__|__unix|__ANDROID__|__FreeBSD__|__GNUC__|__clang__|__riscv[A-Za-z0-9_]*|__powerpc[A-Za-z0-9_]*|HWY_[A-Z0-9_]+)\b'
+  "^[[:space:]]*#[[:space:]]*$(any_of "${conditionals[@]}")\\b"
+  "CUDA/HIP header" "${inc}$(any_of "${cuda_headers[@]}")"
+  "SIMD intrinsic header" "${inc}$(any_of "${simd_headers[@]}")"
+  "Highway header" "${inc}hwy/"
+  "OS header" "${inc}$(any_of "${os_headers[@]}")"
+  "backend header" "${inc}nascent/backends/"
+  "platform or compiler macro" "\\b$(any_of "${macros[@]}")\\b"
 )
 
 # Prints "file:line: [rule] text" for each violation under $1; returns 1 if
@@ -63,7 +78,8 @@ self_test() {
     '#include <cuda_runtime.h>' '#include "cublas_v2.h"' '#include <cudnn.h>' \
     '#include <immintrin.h>' '#include <x86intrin.h>' '#include <arm_neon.h>' \
     '#include <wasm_simd128.h>' '#include "hwy/highway.h"' \
-    '#include <unistd.h>' '#include "nascent/backends/cpu/backend.h"' \
+    '#include <unistd.h>' '#include <sys/mman.h>' '#else' 'int a = __AVX2__;' \
+    '#include "nascent/backends/cpu/backend.h"' \
     'bool x = __CUDA_ARCH__;' 'int y = __x86_64__;' 'int z = __EMSCRIPTEN__;' \
     'int w = _WIN32;' 'int v = __linux__;' 'int u = HWY_TARGET;'; do
     rm -f "$tmp"/*

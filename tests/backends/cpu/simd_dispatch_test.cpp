@@ -45,6 +45,8 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <gtest/gtest.h>
 
+#include "hwy/aligned_allocator.h"
+
 namespace nascent::cpu::dispatch_test {
 
 HWY_EXPORT(CompiledTarget);
@@ -76,6 +78,35 @@ TEST(SimdDispatch, KernelMatchesScalarCode) {
       EXPECT_NEAR(y[i], want, 4e-7 * want) << "x = " << x[i] << ", n = " << n;
     }
   }
+}
+
+// Kernels may take scratch buffers from hwy::AllocateAligned (a wasm build
+// gets it from cmake/wasm/hwy_runtime.cpp).
+TEST(SimdDispatch, AlignedAllocationsAreAlignedAndUsable) {
+  for (size_t n : {size_t(1), size_t(3), size_t(64), size_t(100000)}) {
+    hwy::AlignedFreeUniquePtr<float[]> p = hwy::AllocateAligned<float>(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p.get()) % HWY_ALIGNMENT, 0u);
+    for (size_t i = 0; i < n; ++i) p[i] = float(i);
+    EXPECT_EQ(p[n - 1], float(n - 1));
+  }
+}
+
+struct Counted {
+  explicit Counted(int* destroyed) : destroyed_(destroyed) {}
+  ~Counted() { ++*destroyed_; }
+  int* destroyed_;
+};
+
+TEST(SimdDispatch, AlignedObjectsAreDestroyedOnce) {
+  int destroyed = 0;
+  {
+    hwy::AlignedUniquePtr<Counted> p =
+        hwy::MakeUniqueAligned<Counted>(&destroyed);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p.get()) % HWY_ALIGNMENT, 0u);
+    EXPECT_EQ(destroyed, 0);
+  }
+  EXPECT_EQ(destroyed, 1);
 }
 
 }  // namespace
