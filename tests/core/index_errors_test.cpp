@@ -96,6 +96,28 @@ TEST(IndexErrors, Gather) {
   EXPECT_THROW(gather(Tensor(), 0, ids({0}, {1})), ValueError);
 }
 
+// The range check reads only the elements a strided or broadcast index
+// view covers, not the rest of its storage.
+TEST(IndexErrors, RangeCheckOfIndexViews) {
+  Tensor x = zeros({3, 4}, cpu_backend());
+  // Storage holds 9s between the used elements: valid.
+  Tensor every_other = ids({0, 9, 2, 9, 1, 9, 0, 9}, {8}).slice(0, 0, 8, 2);
+  EXPECT_EQ(index_select(x, 0, every_other).shape(), (Shape{4, 4}));
+  Tensor cols = ids({1, 9, 0, 9, 3, 9}, {3, 2}).slice(1, 0, 1).expand({3, 4});
+  EXPECT_EQ(gather(x, 1, cols).shape(), (Shape{3, 4}));
+  // A bad value seen through a broadcast or transposed view is caught.
+  expect_error<ValueError>(
+      [&] {
+        gather(x, 1, ids({1, 4}, {2, 1}).expand({2, 4}));
+      },
+      {"gather", "index 4", "i64[2, 4]"});
+  expect_error<ValueError>(
+      [&] {
+        gather(x, 0, ids({0, 1, 2, 3, 0, 1, 2, 0}, {4, 2}).transpose());
+      },
+      {"gather", "index 3", "i64[2, 4]"});
+}
+
 TEST(IndexErrors, ScatterAdd) {
   Tensor x = zeros({3, 4}, cpu_backend());
   Tensor src = ones({2, 4}, cpu_backend());
