@@ -36,6 +36,9 @@ const PoolConfig kConfigs[] = {
      {1, 3, 3, 10},
      params(3, 4, 1, 3, 0, 2)},
     {"many planes (threads)", {4, 16, 30, 31}, params(2, 2, 2, 2)},
+    // Rows long enough for full SIMD vectors, with edge columns either side.
+    {"wide rows stride 1", {1, 2, 5, 40}, params(3, 3, 1, 1, 1, 1)},
+    {"wide rows stride 2", {1, 2, 6, 41}, params(3, 2, 2, 2, 1, 1)},
     {"empty batch", {0, 2, 4, 4}, params(2, 2, 2, 2)},
 };
 
@@ -71,23 +74,29 @@ CONFORMANCE_CASE(max_pool2d, "configurations x dtypes x layouts") {
 }
 
 CONFORMANCE_CASE(max_pool2d, "ties, -inf and NaN as PyTorch") {
-  Pool2dParams p = params(3, 3, 2, 2, 1, 1);
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // Constant planes: the first element of each clipped window wins.
-  // -inf planes: the same. NaN: it wins, the last one's index.
-  std::vector<double> v(2 * 5 * 6, 1.5);
-  for (size_t i = 30; i < 60; ++i) v[i] = -inf;
-  v[7] = nan;
-  v[8] = nan;
-  v[45] = nan;
-  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    Tensor x = from_vector(v, {1, 2, 5, 6}, backend).cast(dt);
-    RefMaxPool want = ref_max_pool2d(to_host(x), p);
-    auto [values, indices] = max_pool2d_with_indices(x, p);
-    EXPECT_EQ(values.dtype(), dt);
-    expect_close(values, want.value, name(dt), 0.0, 0.0);
-    expect_indices(indices, want.indices, name(dt));
+  // -inf planes: the same. NaN: it wins, the last one's index. Narrow
+  // planes run the scalar code, wide ones the SIMD rows too.
+  for (int64_t width : {6, 40}) {
+    const int64_t hw = 5 * width;
+    std::vector<double> v(size_t(2 * hw), 1.5);
+    for (int64_t i = hw; i < 2 * hw; ++i) v[size_t(i)] = -inf;
+    for (int64_t i : {int64_t(7), int64_t(8), width + 20, hw + width + 9}) {
+      v[size_t(i)] = nan;
+    }
+    for (Pool2dParams p : {params(3, 3, 2, 2, 1, 1), params(2, 3, 1, 1)}) {
+      for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+        Tensor x = from_vector(v, {1, 2, 5, width}, backend).cast(dt);
+        RefMaxPool want = ref_max_pool2d(to_host(x), p);
+        auto [values, indices] = max_pool2d_with_indices(x, p);
+        EXPECT_EQ(values.dtype(), dt);
+        std::string what = fmt::format("{} width {}", name(dt), width);
+        expect_close(values, want.value, what, 0.0, 0.0);
+        expect_indices(indices, want.indices, what);
+      }
+    }
   }
 }
 
