@@ -1,39 +1,122 @@
-// Reference-speed GEMM: a correct, cache-aware loop nest. The packed SIMD
-// micro-kernels replace the f32 path.
-#include "nascent/backends/cpu/gemm.h"
+// GEMM entry points: split C into one block per thread and run the packed
+// single-thread GEMM (gemm_kernel.cpp) on each.
+//
+// Blocks are independent (each thread packs its own panels), so no barrier
+// is needed; the price is that A is packed once per column block and B once
+// per row block, which is O(mk + kn) against O(mnk) of arithmetic.
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <new>
 
+#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm_kernel.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {
 
 namespace {
 
-template <class T>
-void gemm_naive(const GemmArgs& g, const T* a, const T* b, T* c) {
-  parallel_for(g.m, 4, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      T* crow = c + i * g.ldc;
-      if (!g.accumulate) {
-        for (int64_t j = 0; j < g.n; ++j) crow[j] = T(0);
-      }
-      for (int64_t p = 0; p < g.k; ++p) {
-        T av = a[i * g.rsa + p * g.csa];
-        const T* brow = b + p * g.rsb;
-        for (int64_t j = 0; j < g.n; ++j) crow[j] += av * brow[j * g.csb];
-      }
+struct AlignedFree {
+  void operator()(void* p) const { ::operator delete(p, std::align_val_t(64)); }
+};
+
+struct Scratch {
+  std::unique_ptr<void, AlignedFree> ptr;
+  size_t size = 0;
+};
+
+// Below this many multiply-adds a second thread costs more to wake than it
+// saves (about 30 us of single-thread work).
+constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
+
+// Splits m x n over `threads` as a grid rows x cols whose blocks are as
+// square as the thread count allows, so that packing is least duplicated.
+std::pair<int, int> thread_grid(int threads, int64_t m, int64_t n,
+                                GemmTile tile) {
+  // Never more blocks along an axis than whole tiles on it.
+  int64_t max_rows = std::max<int64_t>(1, m / int64_t(tile.mr));
+  int64_t max_cols = std::max<int64_t>(1, n / int64_t(tile.nr));
+  std::pair<int, int> best{1, 1};
+  double best_cost = 1e300;
+  for (int rows = 1; rows <= threads; ++rows) {
+    if (threads % rows != 0) continue;
+    int cols = threads / rows;
+    if (rows > max_rows || cols > max_cols) continue;
+    // Perimeter of a block: the data each thread packs.
+    double cost = double(m) / rows + double(n) / cols;
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = {rows, cols};
     }
+  }
+  return best;
+}
+
+// Start of piece `i` of `parts` over [0, total), on multiples of `align`.
+int64_t split_point(int64_t total, int parts, int i, int64_t align) {
+  if (i >= parts) return total;
+  int64_t tiles = (total + align - 1) / align;
+  return std::min(total, tiles * i / parts * align);
+}
+
+template <class S, class T, class Serial>
+void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
+                   GemmTile tile, Serial serial) {
+  const int threads = num_threads();
+  const double macs = double(g.m) * double(g.n) * double(g.k);
+  if (threads <= 1 || macs < kParallelMacs) {
+    serial(g, a, b, c);
+    return;
+  }
+  auto [rows, cols] = thread_grid(threads, g.m, g.n, tile);
+  if (rows * cols <= 1) {
+    serial(g, a, b, c);
+    return;
+  }
+  parallel_tasks(rows * cols, [&](int task) {
+    const int r = task / cols, q = task % cols;
+    const int64_t i0 = split_point(g.m, rows, r, int64_t(tile.mr));
+    const int64_t i1 = split_point(g.m, rows, r + 1, int64_t(tile.mr));
+    const int64_t j0 = split_point(g.n, cols, q, int64_t(tile.nr));
+    const int64_t j1 = split_point(g.n, cols, q + 1, int64_t(tile.nr));
+    if (i0 >= i1 || j0 >= j1) return;
+    GemmArgs sub = g;
+    sub.m = i1 - i0;
+    sub.n = j1 - j0;
+    serial(sub, a + i0 * g.rsa, b + j0 * g.csb, c + i0 * g.ldc + j0);
   });
 }
 
 }  // namespace
 
-void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
-  gemm_naive(g, a, b, c);
+void* gemm_scratch(GemmBuffer which, size_t bytes) {
+  thread_local std::array<Scratch, 3> buffers;
+  Scratch& s = buffers[size_t(which)];
+  if (s.size < bytes) {
+    s.ptr.reset();
+    bytes = (bytes + 4095) / 4096 * 4096;
+    s.ptr.reset(::operator new(bytes, std::align_val_t(64)));
+    s.size = bytes;
+  }
+  return s.ptr.get();
 }
 
-void gemm_f64(const GemmArgs& g, const double* a, const double* b,
-              double* c) {
-  gemm_naive(g, a, b, c);
+void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32);
+}
+
+void gemm_f64(const GemmArgs& g, const double* a, const double* b, double* c) {
+  gemm_parallel(g, a, b, c, gemm_tile_f64(), gemm_serial_f64);
+}
+
+void gemm_f16(const GemmArgs& g, const float16* a, const float16* b, float* c) {
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f16);
+}
+
+void gemm_bf16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
+               float* c) {
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_bf16);
 }
 
 }  // namespace nascent::cpu

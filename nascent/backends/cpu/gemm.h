@@ -1,12 +1,14 @@
 // Dense matrix multiply kernels, the engine of matmul and conv2d.
 //
 // C[m, n] (+)= A[m, k] * B[k, n]. A and B are strided (row stride, column
-// stride, in elements), so transposed views need no copy; C is row-major
-// with row stride ldc. With accumulate the product is added to C. Runs on
-// the thread pool unless called from inside a worker.
+// stride, in elements; any sign, 0 for broadcast), so transposed views need
+// no copy; C is row-major with row stride ldc. With accumulate the product
+// is added to C. Runs on the thread pool unless called from inside a worker.
 #pragma once
 
 #include <cstdint>
+
+#include "nascent/core/dtype.h"
 
 namespace nascent::cpu {
 
@@ -20,5 +22,10 @@ struct GemmArgs {
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c);
 void gemm_f64(const GemmArgs& g, const double* a, const double* b, double* c);
+// Half-precision inputs are widened to f32 while packing; the product
+// accumulates and lands in f32.
+void gemm_f16(const GemmArgs& g, const float16* a, const float16* b, float* c);
+void gemm_bf16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
+               float* c);
 
 }  // namespace nascent::cpu

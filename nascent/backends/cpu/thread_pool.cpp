@@ -33,17 +33,17 @@ class Pool {
   Pool() { resize(initial_threads()); }
   ~Pool() { stop_workers(); }
 
-  int size() {
-    std::lock_guard<std::mutex> lock(run_mutex_);
-    return int(workers_.size()) + 1;
-  }
+  // Lock-free: a job's tasks ask for it while run() holds run_mutex_.
+  int size() const { return size_.load(); }
 
   void resize(int n) {
     std::lock_guard<std::mutex> lock(run_mutex_);
     stop_workers();
     stopping_ = false;
-    if (!kCanStartThreads) return;
-    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+    if (kCanStartThreads) {
+      for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+    }
+    size_.store(int(workers_.size()) + 1);
   }
 
   void run(int tasks, const std::function<void(int)>& fn) {
@@ -135,6 +135,7 @@ class Pool {
   int done_ = 0;
   int active_ = 0;  // Workers inside the current job.
   std::atomic<int> next_{0};
+  std::atomic<int> size_{1};
   uint64_t generation_ = 0;
   bool stopping_ = false;
 };
@@ -146,9 +147,7 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() {
-  return pool().size();
-}
+int num_threads() { return t_in_worker ? 1 : pool().size(); }
 
 void set_num_threads(int n) {
   if (n < 1) {

@@ -10,6 +10,7 @@
 
 namespace nascent::cpu {
 
+// Threads a parallel call made here would use: 1 inside a worker.
 int num_threads();
 void set_num_threads(int n);
 

@@ -1,0 +1,140 @@
+// fp32 GEMM throughput: nascent's packed GEMM against OpenBLAS and oneDNN on
+// square row-major problems, at 1 and 2 threads, in one process.
+//
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/rel/bench/gemm_bench
+//   ./build/rel/bench/gemm_bench 512 2048   # other sizes
+//
+// Each library runs its repetitions as a block, with a pause before the
+// next block so that the previous library's spinning threads (OpenBLAS,
+// OpenMP) have gone to sleep and do not steal the cores. GFLOP/s is from the
+// best repetition; the results are checked against OpenBLAS's.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/thread_pool.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Problem {
+  int64_t n;
+  std::vector<float> a, b, c;
+};
+
+// Seconds of the fastest of `reps` runs, after one warm-up run.
+double best_seconds(int reps, const std::function<void()>& fn) {
+  fn();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best,
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+void pause_for_spinners() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+double max_rel_diff(const std::vector<float>& x, const std::vector<float>& y) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(x[i]) - double(y[i])));
+    scale = std::max(scale, std::fabs(double(y[i])));
+  }
+  return worst / std::max(scale, 1e-30);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  if (sizes.empty()) sizes = {256, 1024, 4096};
+
+  std::printf("OpenBLAS: %s (core %s)\n", openblas_get_config(),
+              openblas_get_corename());
+  const dnnl_version_t* v = dnnl_version();
+  std::printf("oneDNN: %d.%d.%d (%s)\n", v->major, v->minor, v->patch,
+              v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other");
+  std::printf("\n%6s %7s %10s %10s %10s %8s\n", "n", "threads", "nascent",
+              "OpenBLAS", "oneDNN", "ratio");
+  std::printf("%6s %7s %10s %10s %10s %8s\n", "", "", "GFLOP/s", "GFLOP/s",
+              "GFLOP/s", "/best");
+
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t n : sizes) {
+    Problem p{n, {}, {}, {}};
+    size_t nn = size_t(n * n);
+    p.a.resize(nn);
+    p.b.resize(nn);
+    for (float& x : p.a) x = dist(rng);
+    for (float& x : p.b) x = dist(rng);
+    const double flops = 2.0 * double(n) * double(n) * double(n);
+    // About 0.5 s of work per library at 100 GFLOP/s, 3 to 50 runs.
+    int reps = int(std::clamp(5e10 / flops, 3.0, 50.0));
+
+    for (int threads : {1, 2}) {
+      std::vector<float> c_nascent(nn), c_blas(nn), c_dnnl(nn);
+
+      nascent::cpu::set_num_threads(threads);
+      nascent::cpu::GemmArgs g;
+      g.m = g.n = g.k = n;
+      g.rsa = g.rsb = g.ldc = n;
+      g.csa = g.csb = 1;
+      double t_nascent = best_seconds(reps, [&] {
+        nascent::cpu::gemm_f32(g, p.a.data(), p.b.data(), c_nascent.data());
+      });
+      nascent::cpu::set_num_threads(1);  // Park the workers.
+      pause_for_spinners();
+
+      openblas_set_num_threads(threads);
+      double t_blas = best_seconds(reps, [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n),
+                    int(n), 1.0f, p.a.data(), int(n), p.b.data(), int(n), 0.0f,
+                    c_blas.data(), int(n));
+      });
+      pause_for_spinners();
+
+      omp_set_num_threads(threads);
+      double t_dnnl = best_seconds(reps, [&] {
+        dnnl_sgemm('N', 'N', n, n, n, 1.0f, p.a.data(), n, p.b.data(), n, 0.0f,
+                   c_dnnl.data(), n);
+      });
+      pause_for_spinners();
+
+      double gf_nascent = flops / t_nascent * 1e-9;
+      double gf_blas = flops / t_blas * 1e-9;
+      double gf_dnnl = flops / t_dnnl * 1e-9;
+      std::printf("%6lld %7d %10.1f %10.1f %10.1f %8.2f\n", (long long)n,
+                  threads, gf_nascent, gf_blas, gf_dnnl,
+                  gf_nascent / std::max(gf_blas, gf_dnnl));
+      std::fflush(stdout);
+      double err = std::max(max_rel_diff(c_nascent, c_blas),
+                            max_rel_diff(c_dnnl, c_blas));
+      if (err > 1e-4) {
+        std::printf("  results differ from OpenBLAS by %.2e (relative)\n", err);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,373 @@
+// The packed GEMM of one thread, compiled once per SIMD target (Highway's
+// dynamic dispatch picks the best one at run time).
+//
+// GotoBLAS/BLIS structure: B is packed a KC x NC block at a time into
+// column panels NR wide (the block lives in L3, one panel in L1), A an
+// MC x KC block at a time into row panels MR tall (the block lives in L2),
+// and a micro-kernel keeps an MR x NR tile of C in registers while it walks
+// k. Packing reads any strides, converts f16/bf16 to f32, and pads the
+// edges with zeros, so the micro-kernel sees one dense layout.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_kernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "nascent/backends/cpu/gemm_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nascent::cpu {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The register tile is kMR rows by kNV vectors: 12 accumulators, two B
+// vectors and one broadcast A value fill 15 of the 16 registers of
+// SSE/AVX2/WASM; FMA latency (4) times FMA ports (2) needs at least 8
+// independent accumulators to keep both ports busy.
+constexpr size_t kMR = 6;
+constexpr size_t kNV = 2;
+
+// Cache blocking, in bytes so that f64 gets the same footprint: a KC x NR
+// panel of B (16 KiB) and a kMR x KC panel of A (6 KiB) stay in L1 (48 KiB
+// on Zen 5), an MC x KC block of A (~256 KiB) in L2 (1 MiB) and a KC x NC
+// block of B (~4 MiB) in L3.
+constexpr size_t kKC = 256;
+constexpr size_t kBlockABytes = 256 * 1024;
+constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
+
+template <class D>
+size_t TileCols(D d) {
+  return kNV * hn::Lanes(d);
+}
+
+size_t RoundUp(size_t x, size_t m) {
+  return (x + m - 1) / m * m;
+}
+
+// Splits `total` into the fewest pieces of at most `max`, of equal size
+// rounded up to `multiple`, so no piece is left nearly empty.
+size_t EvenBlock(size_t total, size_t max, size_t multiple) {
+  size_t pieces = (total + max - 1) / max;
+  return std::min(max, RoundUp((total + pieces - 1) / pieces, multiple));
+}
+
+// Scalar and vector reads of a source element type as the compute type.
+template <class T>
+T ToCompute(T v) {
+  return v;
+}
+float ToCompute(float16 v) {
+  return to_float(v);
+}
+float ToCompute(bfloat16 v) {
+  return to_float(v);
+}
+
+template <class D>
+hn::Vec<D> LoadAs(D d, const hn::TFromD<D>* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+hn::Vec<D> LoadAs(D d, const float16* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(
+      d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+template <class D>
+hn::Vec<D> LoadAs(D d, const bfloat16* p) {
+  const hn::Rebind<hwy::bfloat16_t, D> db;
+  return hn::PromoteTo(
+      d, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+}
+
+// Converts n elements of a contiguous run to the compute type.
+template <class D, class S, class T = hn::TFromD<D>>
+void ConvertRun(D d, const S* src, size_t n, T* dst) {
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadAs(d, src + i), d, dst + i);
+  for (; i < n; ++i) dst[i] = ToCompute(src[i]);
+}
+
+// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows: panel
+// r holds, for each p, the kMR values A[r*kMR .. r*kMR+kMR-1, p]. Rows past
+// mc are zero.
+template <class D, class S, class T = hn::TFromD<D>>
+void PackA(D d, const S* a, int64_t rs, int64_t cs, size_t mc, size_t kc,
+           T* HWY_RESTRICT dst) {
+  constexpr bool kSame = std::is_same_v<S, T>;
+  T* staging = nullptr;
+  if (!kSame && cs == 1) {
+    staging = static_cast<T*>(
+        gemm_scratch(GemmBuffer::staging, kMR * kc * sizeof(T)));
+  }
+  for (size_t i0 = 0; i0 < mc; i0 += kMR) {
+    const size_t mb = std::min(kMR, mc - i0);
+    const S* src = a + int64_t(i0) * rs;
+    if (staging != nullptr) {
+      // Widen whole rows with SIMD first, then interleave them.
+      for (size_t i = 0; i < mb; ++i) {
+        ConvertRun(d, src + int64_t(i) * rs, kc, staging + i * kc);
+      }
+      for (size_t p = 0; p < kc; ++p) {
+        for (size_t i = 0; i < kMR; ++i) {
+          dst[p * kMR + i] = i < mb ? staging[i * kc + p] : T(0);
+        }
+      }
+    } else if (mb == kMR && cs == 1) {
+      for (size_t p = 0; p < kc; ++p) {
+        for (size_t i = 0; i < kMR; ++i) {
+          dst[p * kMR + i] = ToCompute(src[int64_t(i) * rs + int64_t(p)]);
+        }
+      }
+    } else if (mb == kMR) {
+      for (size_t p = 0; p < kc; ++p) {
+        const S* col = src + int64_t(p) * cs;
+        for (size_t i = 0; i < kMR; ++i) {
+          dst[p * kMR + i] = ToCompute(col[int64_t(i) * rs]);
+        }
+      }
+    } else {
+      for (size_t p = 0; p < kc; ++p) {
+        const S* col = src + int64_t(p) * cs;
+        for (size_t i = 0; i < kMR; ++i) {
+          dst[p * kMR + i] = i < mb ? ToCompute(col[int64_t(i) * rs]) : T(0);
+        }
+      }
+    }
+    dst += kMR * kc;
+  }
+}
+
+// Packs rows [0, kc) by columns [0, nc) of B into panels NR columns wide:
+// panel r holds, for each p, the NR values B[p, r*NR .. r*NR+NR-1].
+// Columns past nc are zero.
+template <class D, class S, class T = hn::TFromD<D>>
+void PackB(D d, const S* b, int64_t rs, int64_t cs, size_t kc, size_t nc,
+           T* HWY_RESTRICT dst) {
+  const size_t lanes = hn::Lanes(d);
+  const size_t nr = TileCols(d);
+  for (size_t j0 = 0; j0 < nc; j0 += nr) {
+    const size_t nb = std::min(nr, nc - j0);
+    const S* src = b + int64_t(j0) * cs;
+    if (nb == nr && cs == 1) {
+      for (size_t p = 0; p < kc; ++p) {
+        const S* row = src + int64_t(p) * rs;
+        for (size_t v = 0; v < kNV; ++v) {
+          hn::Store(LoadAs(d, row + v * lanes), d, dst + p * nr + v * lanes);
+        }
+      }
+    } else if (rs == 1) {
+      // Transposed B: each column is contiguous, so read along it.
+      for (size_t j = 0; j < nr; ++j) {
+        const S* col = src + int64_t(j) * cs;
+        for (size_t p = 0; p < kc; ++p) {
+          dst[p * nr + j] = j < nb ? ToCompute(col[p]) : T(0);
+        }
+      }
+    } else {
+      for (size_t p = 0; p < kc; ++p) {
+        const S* row = src + int64_t(p) * rs;
+        for (size_t j = 0; j < nr; ++j) {
+          dst[p * nr + j] = j < nb ? ToCompute(row[int64_t(j) * cs]) : T(0);
+        }
+      }
+    }
+    dst += nr * kc;
+  }
+}
+
+template <class D, class V = hn::Vec<D>, class T = hn::TFromD<D>>
+HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
+                         bool accumulate) {
+  const size_t lanes = hn::Lanes(d);
+  if (accumulate) {
+    x0 = hn::Add(x0, hn::LoadU(d, row));
+    x1 = hn::Add(x1, hn::LoadU(d, row + lanes));
+  }
+  hn::StoreU(x0, d, row);
+  hn::StoreU(x1, d, row + lanes);
+}
+
+// C[kMR, NR] (+)= packed A panel (kc x kMR) * packed B panel (kc x NR). Named
+// accumulators rather than an array keep the tile in registers on every
+// compiler and work with sizeless (SVE, RVV) vector types.
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
+                            const T* HWY_RESTRICT pb, T* HWY_RESTRICT c,
+                            size_t ldc, bool accumulate) {
+  static_assert(kMR == 6 && kNV == 2, "the kernel body is written for 6x2");
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d),
+    c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d),
+    c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  for (size_t p = 0; p < kc; ++p) {
+    const V b0 = hn::Load(d, pb);
+    const V b1 = hn::Load(d, pb + lanes);
+    V a = hn::Set(d, pa[0]);
+    c00 = hn::MulAdd(a, b0, c00);
+    c01 = hn::MulAdd(a, b1, c01);
+    a = hn::Set(d, pa[1]);
+    c10 = hn::MulAdd(a, b0, c10);
+    c11 = hn::MulAdd(a, b1, c11);
+    a = hn::Set(d, pa[2]);
+    c20 = hn::MulAdd(a, b0, c20);
+    c21 = hn::MulAdd(a, b1, c21);
+    a = hn::Set(d, pa[3]);
+    c30 = hn::MulAdd(a, b0, c30);
+    c31 = hn::MulAdd(a, b1, c31);
+    a = hn::Set(d, pa[4]);
+    c40 = hn::MulAdd(a, b0, c40);
+    c41 = hn::MulAdd(a, b1, c41);
+    a = hn::Set(d, pa[5]);
+    c50 = hn::MulAdd(a, b0, c50);
+    c51 = hn::MulAdd(a, b1, c51);
+    pa += kMR;
+    pb += 2 * lanes;
+  }
+  StoreRow(d, c00, c01, c, accumulate);
+  StoreRow(d, c10, c11, c + ldc, accumulate);
+  StoreRow(d, c20, c21, c + 2 * ldc, accumulate);
+  StoreRow(d, c30, c31, c + 3 * ldc, accumulate);
+  StoreRow(d, c40, c41, c + 4 * ldc, accumulate);
+  StoreRow(d, c50, c51, c + 5 * ldc, accumulate);
+}
+
+// C[mc, nc] (+)= packed A block * packed B block, tile by tile. Edge tiles
+// go through a local tile so the kernel never writes outside C.
+template <class D, class T = hn::TFromD<D>>
+void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
+                 T* c, size_t ldc, bool accumulate) {
+  const size_t nr = TileCols(d);
+  HWY_ALIGN T tile[kMR * kNV * hn::MaxLanes(d)];
+  for (size_t jr = 0; jr < nc; jr += nr) {
+    const size_t nb = std::min(nr, nc - jr);
+    const T* bpanel = bp + jr * kc;
+    for (size_t ir = 0; ir < mc; ir += kMR) {
+      const size_t mb = std::min(kMR, mc - ir);
+      const T* apanel = ap + ir * kc;
+      T* ct = c + ir * ldc + jr;
+      if (mb == kMR && nb == nr) {
+        MicroKernel(d, kc, apanel, bpanel, ct, ldc, accumulate);
+        continue;
+      }
+      MicroKernel(d, kc, apanel, bpanel, tile, nr, false);
+      for (size_t i = 0; i < mb; ++i) {
+        for (size_t j = 0; j < nb; ++j) {
+          const T v = tile[i * nr + j];
+          ct[i * ldc + j] = accumulate ? ct[i * ldc + j] + v : v;
+        }
+      }
+    }
+  }
+}
+
+template <class S, class T>
+void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
+  const hn::ScalableTag<T> d;
+  const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
+  const size_t ldc = size_t(g.ldc);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!g.accumulate) {
+      for (size_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, T(0));
+    }
+    return;
+  }
+  const size_t nr = TileCols(d);
+  const size_t kc_max = EvenBlock(k, kKC, 1);
+  const size_t mc_max = EvenBlock(
+      m, std::max(kMR, kBlockABytes / (kc_max * sizeof(T)) / kMR * kMR), kMR);
+  const size_t nc_max = EvenBlock(
+      n, std::max(nr, kBlockBBytes / (kc_max * sizeof(T)) / nr * nr), nr);
+  T* ap = static_cast<T*>(gemm_scratch(
+      GemmBuffer::packed_a, RoundUp(mc_max, kMR) * kc_max * sizeof(T)));
+  T* bp = static_cast<T*>(gemm_scratch(
+      GemmBuffer::packed_b, RoundUp(nc_max, nr) * kc_max * sizeof(T)));
+  for (size_t jc = 0; jc < n; jc += nc_max) {
+    const size_t nc = std::min(nc_max, n - jc);
+    for (size_t pc = 0; pc < k; pc += kc_max) {
+      const size_t kc = std::min(kc_max, k - pc);
+      PackB(d, b + int64_t(pc) * g.rsb + int64_t(jc) * g.csb, g.rsb, g.csb, kc,
+            nc, bp);
+      const bool accumulate = g.accumulate || pc > 0;
+      for (size_t ic = 0; ic < m; ic += mc_max) {
+        const size_t mc = std::min(mc_max, m - ic);
+        PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa,
+              mc, kc, ap);
+        MacroKernel(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, accumulate);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void GemmSerialF32(const GemmArgs& g, const float* a, const float* b,
+                   float* c) {
+  GemmSerial(g, a, b, c);
+}
+void GemmSerialF64(const GemmArgs& g, const double* a, const double* b,
+                   double* c) {
+  GemmSerial(g, a, b, c);
+}
+void GemmSerialF16(const GemmArgs& g, const float16* a, const float16* b,
+                   float* c) {
+  GemmSerial(g, a, b, c);
+}
+void GemmSerialBF16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
+                    float* c) {
+  GemmSerial(g, a, b, c);
+}
+GemmTile GemmTileF32() {
+  return {kMR, TileCols(hn::ScalableTag<float>())};
+}
+GemmTile GemmTileF64() {
+  return {kMR, TileCols(hn::ScalableTag<double>())};
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nascent::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nascent::cpu {
+
+HWY_EXPORT(GemmSerialF32);
+HWY_EXPORT(GemmSerialF64);
+HWY_EXPORT(GemmSerialF16);
+HWY_EXPORT(GemmSerialBF16);
+HWY_EXPORT(GemmTileF32);
+HWY_EXPORT(GemmTileF64);
+
+void gemm_serial_f32(const GemmArgs& g, const float* a, const float* b,
+                     float* c) {
+  HWY_DYNAMIC_DISPATCH(GemmSerialF32)(g, a, b, c);
+}
+void gemm_serial_f64(const GemmArgs& g, const double* a, const double* b,
+                     double* c) {
+  HWY_DYNAMIC_DISPATCH(GemmSerialF64)(g, a, b, c);
+}
+void gemm_serial_f16(const GemmArgs& g, const float16* a, const float16* b,
+                     float* c) {
+  HWY_DYNAMIC_DISPATCH(GemmSerialF16)(g, a, b, c);
+}
+void gemm_serial_bf16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
+                      float* c) {
+  HWY_DYNAMIC_DISPATCH(GemmSerialBF16)(g, a, b, c);
+}
+GemmTile gemm_tile_f32() {
+  return HWY_DYNAMIC_DISPATCH(GemmTileF32)();
+}
+GemmTile gemm_tile_f64() {
+  return HWY_DYNAMIC_DISPATCH(GemmTileF64)();
+}
+
+}  // namespace nascent::cpu
+#endif  // HWY_ONCE

@@ -1,0 +1,240 @@
+// The packed GEMM called directly: odd strides (transposed, padded,
+// negative, zero), accumulate, sizes that are not multiples of the register
+// tile or that cross the cache blocks, thread counts, and every SIMD target
+// this CPU runs.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/thread_pool.h"
+
+namespace nascent::cpu {
+namespace {
+
+// An operand of rows x cols inside a larger buffer, reached through
+// (row stride, column stride) from `origin`.
+struct Strided {
+  int64_t rows, cols, rs, cs, origin;
+  std::vector<double> buffer;
+  double at(int64_t i, int64_t j) const {
+    return buffer[size_t(origin + i * rs + j * cs)];
+  }
+};
+
+enum class Form { row_major, col_major, padded, reversed, broadcast_rows };
+
+const char* form_name(Form f) {
+  switch (f) {
+    case Form::row_major:
+      return "row-major";
+    case Form::col_major:
+      return "col-major";
+    case Form::padded:
+      return "padded";
+    case Form::reversed:
+      return "reversed";
+    case Form::broadcast_rows:
+      return "broadcast rows";
+  }
+  return "?";
+}
+
+// Random values of a small exact grid (multiples of 1/8 in [-2, 2]) so
+// that f16/bf16 hold them exactly and sums of a few hundred are exact in
+// f32 as well.
+Strided make_operand(int64_t rows, int64_t cols, Form form, std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(-16, 16);
+  Strided s{rows, cols, 0, 0, 0, {}};
+  int64_t size = 0;
+  switch (form) {
+    case Form::row_major:
+      s.rs = cols, s.cs = 1, size = rows * cols;
+      break;
+    case Form::col_major:
+      s.rs = 1, s.cs = rows, size = rows * cols;
+      break;
+    case Form::padded:  // Rows 3 apart beyond their length, columns 2 apart.
+      s.rs = 2 * cols + 3, s.cs = 2, size = rows * s.rs;
+      break;
+    case Form::reversed:  // Both axes run backwards.
+      s.rs = -cols, s.cs = -1, size = rows * cols, s.origin = size - 1;
+      break;
+    case Form::broadcast_rows:  // Every row is the same memory.
+      s.rs = 0, s.cs = 1, size = cols;
+      break;
+  }
+  s.buffer.resize(size_t(std::max<int64_t>(size, 1)));
+  for (double& v : s.buffer) v = dist(rng) / 8.0;
+  return s;
+}
+
+template <class T>
+std::vector<T> cast_buffer(const std::vector<double>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_double<T>(v[i]);
+  return out;
+}
+
+// C = C0 (if accumulate) + A * B, in double.
+std::vector<double> reference(const Strided& a, const Strided& b,
+                              const std::vector<double>& c0, int64_t ldc,
+                              bool accumulate) {
+  std::vector<double> c = c0;
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int64_t j = 0; j < b.cols; ++j) {
+      double s = accumulate ? c0[size_t(i * ldc + j)] : 0.0;
+      for (int64_t p = 0; p < a.cols; ++p) s += a.at(i, p) * b.at(p, j);
+      c[size_t(i * ldc + j)] = s;
+    }
+  }
+  return c;
+}
+
+// Runs one product of element type In (output Out) and checks every element
+// of C, including the padding columns that must stay untouched.
+template <class In, class Out, class Fn>
+void check(Fn gemm, int64_t m, int64_t n, int64_t k, Form fa, Form fb,
+           bool accumulate, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Strided a = make_operand(m, k, fa, rng);
+  Strided b = make_operand(k, n, fb, rng);
+  const int64_t ldc = n + 5;
+  std::vector<double> c0(size_t(std::max<int64_t>(m * ldc, 1)));
+  for (double& v : c0)
+    v = double(std::uniform_int_distribution<int>(-8, 8)(rng));
+  std::vector<double> want = reference(a, b, c0, ldc, accumulate);
+
+  std::vector<In> ab = cast_buffer<In>(a.buffer),
+                  bb = cast_buffer<In>(b.buffer);
+  std::vector<Out> c = cast_buffer<Out>(c0);
+  GemmArgs g;
+  g.m = m, g.n = n, g.k = k;
+  g.rsa = a.rs, g.csa = a.cs, g.rsb = b.rs, g.csb = b.cs;
+  g.ldc = ldc;
+  g.accumulate = accumulate;
+  gemm(g, ab.data() + a.origin, bb.data() + b.origin, c.data());
+
+  const std::string label = fmt::format(
+      "{}x{}x{} A {} B {}{} ({} threads)", m, n, k, form_name(fa),
+      form_name(fb), accumulate ? " accumulate" : "", num_threads());
+  int bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      // Values are multiples of 1/64 below 2^12 in magnitude (k <= 600),
+      // so every summation order gives them exactly in f32.
+      const double got = double(c[size_t(i * ldc + j)]);
+      const double expect =
+          j < n ? want[size_t(i * ldc + j)] : c0[size_t(i * ldc + j)];
+      if (got != expect && ++bad <= 3) {
+        ADD_FAILURE() << label << ": C[" << i << ", " << j << "] = " << got
+                      << ", expected " << expect;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << label;
+}
+
+void check_f32(int64_t m, int64_t n, int64_t k, Form fa, Form fb,
+               bool accumulate, uint32_t seed = 1) {
+  check<float, float>(gemm_f32, m, n, k, fa, fb, accumulate, seed);
+}
+
+class GemmThreads : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    saved_ = num_threads();
+    set_num_threads(GetParam());
+  }
+  void TearDown() override { set_num_threads(saved_); }
+  int saved_ = 1;
+};
+
+constexpr Form kForms[] = {Form::row_major, Form::col_major, Form::padded,
+                           Form::reversed, Form::broadcast_rows};
+
+TEST_P(GemmThreads, EveryLayoutPairAndEdgeTiles) {
+  for (Form fa : kForms) {
+    for (Form fb : kForms) {
+      check_f32(13, 37, 11, fa, fb, false);
+      check_f32(7, 17, 5, fa, fb, true);
+    }
+  }
+}
+
+TEST_P(GemmThreads, SizesAroundTheTile) {
+  for (int64_t m : {1, 5, 6, 7, 12, 13}) {
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 33}) {
+      for (int64_t k : {1, 2, 9}) {
+        check_f32(m, n, k, Form::row_major, Form::row_major, false,
+                  uint32_t(m * 100 + n * 10 + k));
+      }
+    }
+  }
+}
+
+TEST_P(GemmThreads, CrossesCacheBlocks) {
+  // k past one KC block (256), m past one MC block, n past one NC block.
+  check_f32(31, 29, 600, Form::row_major, Form::row_major, true);
+  check_f32(301, 45, 260, Form::padded, Form::col_major, false);
+  check_f32(3, 4200, 7, Form::row_major, Form::row_major, false);
+  // Big enough for every thread to get blocks of its own.
+  check_f32(203, 197, 311, Form::row_major, Form::row_major, false);
+  check_f32(203, 197, 311, Form::col_major, Form::col_major, true);
+}
+
+TEST_P(GemmThreads, EmptyDimensions) {
+  check_f32(0, 9, 4, Form::row_major, Form::row_major, false);
+  check_f32(9, 0, 4, Form::row_major, Form::row_major, false);
+  // k == 0: C becomes zero, or keeps its values with accumulate.
+  check_f32(9, 21, 0, Form::row_major, Form::row_major, false);
+  check_f32(9, 21, 0, Form::row_major, Form::row_major, true);
+}
+
+TEST_P(GemmThreads, OtherPrecisions) {
+  for (bool acc : {false, true}) {
+    check<double, double>(gemm_f64, 29, 23, 300, Form::padded, Form::col_major,
+                          acc, 3);
+    check<double, double>(gemm_f64, 130, 150, 70, Form::row_major,
+                          Form::reversed, acc, 4);
+    check<float16, float>(gemm_f16, 29, 37, 300, Form::row_major,
+                          Form::col_major, acc, 5);
+    check<float16, float>(gemm_f16, 140, 150, 60, Form::col_major, Form::padded,
+                          acc, 6);
+    check<bfloat16, float>(gemm_bf16, 29, 37, 300, Form::row_major,
+                           Form::row_major, acc, 7);
+    check<bfloat16, float>(gemm_bf16, 140, 150, 60, Form::reversed,
+                           Form::broadcast_rows, acc, 8);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, GemmThreads, ::testing::Values(1, 2, 3));
+
+// The same products on each SIMD target this CPU can run (AVX2, SSE4, the
+// emulated fallback...), so that a kernel of a target other than the best
+// one is tested too.
+TEST(Gemm, EverySupportedTarget) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    check_f32(13, 37, 300, Form::padded, Form::col_major, true);
+    check_f32(203, 97, 31, Form::row_major, Form::reversed, false);
+    check<double, double>(gemm_f64, 13, 19, 30, Form::row_major,
+                          Form::row_major, false, 2);
+    check<float16, float>(gemm_f16, 13, 37, 30, Form::row_major,
+                          Form::row_major, false, 2);
+    check<bfloat16, float>(gemm_bf16, 13, 37, 30, Form::row_major,
+                           Form::row_major, false, 2);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+}  // namespace
+}  // namespace nascent::cpu
