@@ -57,6 +57,7 @@ struct UnaryParams {
 
 struct ReduceParams {
   int64_t correction = 1;  // var: divide by N - correction (Bessel).
+  bool take_sqrt = false;  // var: return the square root (std).
 };
 
 struct RandomParams {

@@ -1,9 +1,669 @@
+// reduce on the CPU.
+//
+// The axes are first simplified: size-1 axes dropped, the rest sorted by x's
+// stride (largest first) and neighbours merged, so most requests become one
+// of two SIMD shapes (reduce_kernels.h):
+//  - inner: the innermost axis is reduced and contiguous (a sum per row);
+//    whole batches of rows go to reduce_rows;
+//  - outer: the innermost axis is kept and contiguous (a sum over a batch);
+//    reduce_cols adds whole rows into a row of accumulators.
+// Everything else (integers, bool, prod, strided runs) runs a scalar loop
+// over runs of the innermost reduced axis. argmax/argmin keep the axis order,
+// since their index counts the reduced elements in row-major order.
+//
+// var and logsumexp are two passes (mean, then the sum of squared
+// deviations; max, then the sum of exp(x - max)), which is exact where the
+// one-pass formulas cancel. Work is split over outputs and, when an output
+// reduces many elements, over fixed blocks of them merged in order, so a
+// result does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/convert.h"
+#include "nascent/backends/cpu/reduce_kernels.h"
+#include "nascent/backends/cpu/thread_pool.h"
+
 namespace nascent::cpu {
-void Backend::reduce(ReduceOp op, const Tensor&, const std::vector<int>&, const ReduceParams&, Tensor&) {
-  throw BackendError(std::string("cpu: ") + nascent::name(op) + " not written yet");
+
+namespace {
+
+constexpr int64_t kGrain = 32768;      // Elements worth a thread.
+constexpr int64_t kBlock = 1 << 16;    // Reduced elements per partial result.
+constexpr int64_t kColChunk = 4096;    // Columns per task in the outer shape.
+constexpr int64_t kMaxRowBlocks = 16;  // Partial rows per output row, at most.
+
+enum class Kind : uint8_t {
+  sum,
+  prod,
+  max,
+  min,
+  sum_dev,
+  sum_sq_dev,
+  sum_exp_dev,
+  argmax,
+  argmin
+};
+
+struct Dim {
+  int64_t size;
+  int64_t xs;  // Stride in x.
+  int64_t os;  // Stride in out (0 on reduced axes).
+};
+
+// x's axes split into kept and reduced ones, outermost first.
+struct Plan {
+  const std::byte* x = nullptr;
+  int64_t item = 0;
+  std::vector<Dim> kept, red;
+  int64_t num_out = 1, num_red = 1;
+  bool last_is_red = true;  // Whether the innermost axis is a reduced one.
+};
+
+Plan make_plan(const Tensor& x, const std::vector<int>& axes, const Tensor& out,
+               bool reorder) {
+  Plan plan;
+  plan.item = int64_t(x.itemsize());
+  plan.x = byte_ptr(x);
+  struct Axis {
+    Dim dim;
+    bool red;
+  };
+  std::vector<Axis> dims;
+  for (int d = 0; d < x.ndim(); ++d) {
+    const int64_t size = x.shape()[size_t(d)];
+    if (size == 1) continue;
+    const bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
+    Dim dim{size, x.strides()[size_t(d)], red ? 0 : out.strides()[size_t(d)]};
+    if (reorder && red && dim.xs < 0) {  // Order is free: walk it forwards.
+      plan.x += (size - 1) * dim.xs * plan.item;
+      dim.xs = -dim.xs;
+    }
+    dims.push_back({dim, red});
+  }
+  if (reorder) {
+    // Broadcast (stride 0) axes go outermost, the contiguous one innermost.
+    auto key = [](int64_t s) {
+      return s == 0 ? std::numeric_limits<int64_t>::max() : std::llabs(s);
+    };
+    std::stable_sort(dims.begin(), dims.end(),
+                     [&](const Axis& a, const Axis& b) {
+                       return key(a.dim.xs) > key(b.dim.xs);
+                     });
+  }
+  std::vector<Axis> merged;
+  for (const Axis& a : dims) {
+    if (!merged.empty()) {
+      Axis& p = merged.back();
+      if (p.red == a.red && p.dim.xs == a.dim.xs * a.dim.size &&
+          p.dim.os == a.dim.os * a.dim.size) {
+        p.dim.size *= a.dim.size;
+        p.dim.xs = a.dim.xs;
+        p.dim.os = a.dim.os;
+        continue;
+      }
+    }
+    merged.push_back(a);
+  }
+  for (const Axis& a : merged) {
+    (a.red ? plan.red : plan.kept).push_back(a.dim);
+    (a.red ? plan.num_red : plan.num_out) *= a.dim.size;
+  }
+  plan.last_is_red = merged.empty() || merged.back().red;
+  // A reduction over size-1 axes only: one element per output.
+  if (plan.red.empty()) {
+    plan.red.push_back({1, 0, 0});
+    plan.last_is_red = true;
+  }
+  return plan;
 }
-void Backend::scan(ScanOp op, const Tensor&, int, Tensor&) {
-  throw BackendError(std::string("cpu: ") + nascent::name(op) + " not written yet");
+
+// x and out offsets (elements) of output number o, counting the kept axes
+// row-major over dims[0, count).
+void locate(const std::vector<Dim>& dims, size_t count, int64_t o,
+            int64_t& xoff, int64_t& ooff) {
+  xoff = ooff = 0;
+  for (size_t k = count; k-- > 0;) {
+    const int64_t i = o % dims[k].size;
+    o /= dims[k].size;
+    xoff += i * dims[k].xs;
+    ooff += i * dims[k].os;
+  }
 }
+
+// Walks the reduced elements [f0, f1) (row-major over plan.red) of the
+// output whose x offset is xoff, calling fn(x offset, run length, flat index
+// of the run's first element) per piece of the innermost reduced axis.
+template <class Fn>
+void walk_reduced(const Plan& plan, int64_t xoff, int64_t f0, int64_t f1,
+                  Fn&& fn) {
+  const std::vector<Dim>& red = plan.red;
+  const Dim& run = red.back();
+  const size_t outer = red.size() - 1;
+  int64_t idx_small[8] = {};
+  std::vector<int64_t> idx_big(outer > 8 ? outer : 0);
+  int64_t* idx = outer > 8 ? idx_big.data() : idx_small;
+  int64_t q = f0 / run.size, col = f0 % run.size;
+  int64_t row = xoff;
+  for (size_t k = outer; k-- > 0;) {
+    idx[k] = q % red[k].size;
+    q /= red[k].size;
+    row += idx[k] * red[k].xs;
+  }
+  for (int64_t f = f0; f < f1;) {
+    const int64_t len = std::min(run.size - col, f1 - f);
+    fn(row + col * run.xs, len, f);
+    f += len;
+    col = 0;
+    for (size_t k = outer; k-- > 0;) {
+      row += red[k].xs;
+      if (++idx[k] < red[k].size) break;
+      row -= red[k].xs * red[k].size;
+      idx[k] = 0;
+    }
+  }
+}
+
+// The generic driver: res[out offset] = merge over blocks of r.run(...).
+// R supplies State, identity(), merge(a, b) and run(x offset, n, stride,
+// first flat index, out offset).
+template <class R>
+void reduce_generic(const Plan& plan, const R& r,
+                    std::vector<typename R::State>& res) {
+  using State = typename R::State;
+  const int64_t total = plan.num_red;
+  const int64_t stride = plan.red.back().xs;
+  const int64_t nblocks = total > kBlock ? (total + kBlock - 1) / kBlock : 1;
+  auto block = [&](int64_t o, int64_t b) {
+    int64_t xoff, ooff;
+    locate(plan.kept, plan.kept.size(), o, xoff, ooff);
+    State s = r.identity();
+    walk_reduced(plan, xoff, total * b / nblocks, total * (b + 1) / nblocks,
+                 [&](int64_t off, int64_t n, int64_t first) {
+                   s = r.merge(s, r.run(off, n, stride, first, ooff));
+                 });
+    return std::make_pair(ooff, s);
+  };
+  if (nblocks == 1) {
+    parallel_for(plan.num_out, std::max<int64_t>(1, kGrain / total),
+                 [&](int64_t o0, int64_t o1) {
+                   for (int64_t o = o0; o < o1; ++o) {
+                     auto [ooff, s] = block(o, 0);
+                     res[size_t(ooff)] = s;
+                   }
+                 });
+    return;
+  }
+  std::vector<State> partial(size_t(plan.num_out * nblocks));
+  std::vector<int64_t> offsets(size_t(plan.num_out));
+  parallel_for(plan.num_out * nblocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      auto [ooff, s] = block(t / nblocks, t % nblocks);
+      partial[size_t(t)] = s;
+      if (t % nblocks == 0) offsets[size_t(t / nblocks)] = ooff;
+    }
+  });
+  for (int64_t o = 0; o < plan.num_out; ++o) {
+    State s = partial[size_t(o * nblocks)];
+    for (int64_t b = 1; b < nblocks; ++b) {
+      s = r.merge(s, partial[size_t(o * nblocks + b)]);
+    }
+    res[size_t(offsets[size_t(o)])] = s;
+  }
+}
+
+double merge_double(Kind kind, double a, double b) {
+  switch (kind) {
+    case Kind::max:
+      return b > a || b != b ? b : a;
+    case Kind::min:
+      return b < a || b != b ? b : a;
+    case Kind::prod:
+      return a * b;
+    default:
+      return a + b;
+  }
+}
+
+double identity_double(Kind kind) {
+  switch (kind) {
+    case Kind::max:
+      return -std::numeric_limits<double>::infinity();
+    case Kind::min:
+      return std::numeric_limits<double>::infinity();
+    case Kind::prod:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
+SimdReduce simd_kind(Kind kind) {
+  switch (kind) {
+    case Kind::max:
+      return SimdReduce::max;
+    case Kind::min:
+      return SimdReduce::min;
+    case Kind::sum_dev:
+      return SimdReduce::sum_dev;
+    case Kind::sum_sq_dev:
+      return SimdReduce::sum_sq_dev;
+    case Kind::sum_exp_dev:
+      return SimdReduce::sum_exp_dev;
+    default:
+      return SimdReduce::sum;
+  }
+}
+
+// Scalar runs of a floating x, any stride, in double.
+template <class T>
+struct ScalarFloat {
+  using State = double;
+  const Plan& plan;
+  Kind kind;
+  const double* shift;
+  State identity() const { return identity_double(kind); }
+  State merge(State a, State b) const { return merge_double(kind, a, b); }
+  State run(int64_t off, int64_t n, int64_t stride, int64_t,
+            int64_t ooff) const {
+    const T* p = reinterpret_cast<const T*>(plan.x) + off;
+    const double sh = shift ? shift[ooff] : 0.0;
+    double acc = identity();
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = to_double(p[i * stride]);
+      switch (kind) {
+        case Kind::sum_dev:
+          acc += v - sh;
+          break;
+        case Kind::sum_sq_dev:
+          acc += (v - sh) * (v - sh);
+          break;
+        case Kind::sum_exp_dev:
+          acc += std::exp(v - sh);
+          break;
+        default:
+          acc = merge_double(kind, acc, v);
+          break;
+      }
+    }
+    return acc;
+  }
+};
+
+// The SIMD path's runs, for the inner shape when rows cannot be batched.
+struct SimdRuns {
+  using State = double;
+  const Plan& plan;
+  Kind kind;
+  DType dtype;
+  const double* shift;
+  State identity() const { return identity_double(kind); }
+  State merge(State a, State b) const { return merge_double(kind, a, b); }
+  State run(int64_t off, int64_t n, int64_t, int64_t, int64_t ooff) const {
+    double r;
+    reduce_rows(simd_kind(kind), dtype, plan.x + off * plan.item, 1, 0, n,
+                shift ? shift + ooff : nullptr, &r, 0);
+    return r;
+  }
+};
+
+// Inner shape, one reduced axis: batches of outputs along the innermost kept
+// axis go to reduce_rows in one call.
+void simd_inner_rows(const Plan& plan, Kind kind, DType dtype,
+                     const double* shift, double* res) {
+  const int64_t n = plan.red.back().size;
+  const Dim rows = plan.kept.empty() ? Dim{1, 0, 0} : plan.kept.back();
+  const size_t outer = plan.kept.empty() ? 0 : plan.kept.size() - 1;
+  parallel_for(plan.num_out, std::max<int64_t>(1, kGrain / n),
+               [&](int64_t o0, int64_t o1) {
+                 for (int64_t o = o0; o < o1;) {
+                   const int64_t r0 = o % rows.size;
+                   const int64_t count = std::min(rows.size - r0, o1 - o);
+                   int64_t xoff, ooff;
+                   locate(plan.kept, outer, o / rows.size, xoff, ooff);
+                   xoff += r0 * rows.xs;
+                   ooff += r0 * rows.os;
+                   reduce_rows(simd_kind(kind), dtype,
+                               plan.x + xoff * plan.item, count, rows.xs, n,
+                               shift ? shift + ooff : nullptr, res + ooff,
+                               rows.os);
+                   o += count;
+                 }
+               });
+}
+
+// Outer shape: the innermost kept axis is contiguous. Tasks take a group of
+// the other kept axes, a chunk of columns and a block of reduced rows.
+void simd_outer(const Plan& plan, Kind kind, DType dtype, const double* shift,
+                double* res) {
+  const Dim cols = plan.kept.back();
+  const size_t outer = plan.kept.size() - 1;
+  const int64_t groups = plan.num_out / cols.size;
+  const int64_t chunks = (cols.size + kColChunk - 1) / kColChunk;
+  const int64_t chunk = std::min(cols.size, kColChunk);
+  const int64_t total = plan.num_red;
+  const int64_t nb =
+      std::clamp<int64_t>(total * chunk / (kBlock * 4), 1, kMaxRowBlocks);
+  const int64_t tasks = groups * chunks * nb;
+  const Dim rr = plan.red.back();
+  std::vector<double> partial(nb > 1 ? size_t(tasks * chunk) : 0);
+  const int64_t per_task = std::max<int64_t>(1, total / nb * chunk);
+  parallel_for(
+      tasks, std::max<int64_t>(1, kGrain / per_task),
+      [&](int64_t t0, int64_t t1) {
+        std::vector<double> acc(static_cast<size_t>(chunk));
+        std::vector<double> sh(shift ? static_cast<size_t>(chunk) : 0);
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t b = t % nb, c = t / nb % chunks, g = t / nb / chunks;
+          const int64_t j0 = c * kColChunk;
+          const int64_t w = std::min(kColChunk, cols.size - j0);
+          int64_t gx, go;
+          locate(plan.kept, outer, g, gx, go);
+          std::fill(acc.begin(), acc.begin() + w, identity_double(kind));
+          for (int64_t j = 0; j < int64_t(sh.size()) && j < w; ++j) {
+            sh[size_t(j)] = shift[go + (j0 + j) * cols.os];
+          }
+          // Rows of the block, in pieces along the innermost reduced axis.
+          walk_reduced(plan, gx + j0, total * b / nb, total * (b + 1) / nb,
+                       [&](int64_t off, int64_t count, int64_t) {
+                         reduce_cols(simd_kind(kind), dtype,
+                                     plan.x + off * plan.item, count, rr.xs, w,
+                                     shift ? sh.data() : nullptr, acc.data());
+                       });
+          if (nb == 1) {
+            for (int64_t j = 0; j < w; ++j) {
+              res[go + (j0 + j) * cols.os] = acc[size_t(j)];
+            }
+          } else {
+            std::copy(acc.begin(), acc.begin() + w,
+                      partial.begin() + t * chunk);
+          }
+        }
+      });
+  if (nb == 1) return;
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t gx, go;
+    locate(plan.kept, outer, g, gx, go);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t j0 = c * kColChunk;
+      const int64_t w = std::min(kColChunk, cols.size - j0);
+      const double* p = partial.data() + (g * chunks + c) * nb * chunk;
+      for (int64_t j = 0; j < w; ++j) {
+        double s = p[j];
+        for (int64_t b = 1; b < nb; ++b)
+          s = merge_double(kind, s, p[b * chunk + j]);
+        res[go + (j0 + j) * cols.os] = s;
+      }
+    }
+  }
+}
+
+// One pass over a floating x: res[out offset] for sum, prod, max, min and
+// the two deviation sums.
+std::vector<double> float_pass(const Plan& plan, Kind kind, DType dtype,
+                               const double* shift, int64_t out_numel) {
+  std::vector<double> res(size_t(out_numel), identity_double(kind));
+  if (plan.num_red == 0) return res;
+  const bool simd = kind != Kind::prod;
+  const Dim& run = plan.red.back();
+  if (simd && plan.last_is_red && run.xs == 1) {
+    if (plan.red.size() == 1 && plan.num_red <= kBlock) {
+      simd_inner_rows(plan, kind, dtype, shift, res.data());
+    } else {
+      reduce_generic(plan, SimdRuns{plan, kind, dtype, shift}, res);
+    }
+    return res;
+  }
+  if (simd && !plan.last_is_red && plan.kept.back().xs == 1) {
+    simd_outer(plan, kind, dtype, shift, res.data());
+    return res;
+  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16> ||
+                  std::is_same_v<T, bfloat16>) {
+      reduce_generic(plan, ScalarFloat<T>{plan, kind, shift}, res);
+    }
+  });
+  return res;
+}
+
+// Integers and bool: sums and products in i64 (wrapping like PyTorch),
+// max and min exactly.
+template <class T>
+struct ScalarInt {
+  using State = int64_t;
+  const Plan& plan;
+  Kind kind;
+  State identity() const {
+    switch (kind) {
+      case Kind::prod:
+        return 1;
+      case Kind::max:
+        return std::numeric_limits<int64_t>::min();
+      case Kind::min:
+        return std::numeric_limits<int64_t>::max();
+      default:
+        return 0;
+    }
+  }
+  State merge(State a, State b) const {
+    switch (kind) {
+      case Kind::prod:
+        return int64_t(uint64_t(a) * uint64_t(b));
+      case Kind::max:
+        return std::max(a, b);
+      case Kind::min:
+        return std::min(a, b);
+      default:
+        return int64_t(uint64_t(a) + uint64_t(b));
+    }
+  }
+  State run(int64_t off, int64_t n, int64_t stride, int64_t, int64_t) const {
+    const T* p = reinterpret_cast<const T*>(plan.x) + off;
+    State acc = identity();
+    for (int64_t i = 0; i < n; ++i) acc = merge(acc, int64_t(p[i * stride]));
+    return acc;
+  }
+};
+
+// argmax/argmin of any dtype: (value, flat index of the first extreme).
+template <class T>
+struct ScalarArg {
+  using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  struct State {
+    V v{};
+    int64_t i = -1;  // -1: no element yet.
+  };
+  const Plan& plan;
+  bool is_max;
+  State identity() const { return {}; }
+  bool better(V b, V a) const {  // b strictly beats a; NaN beats all.
+    if constexpr (std::is_integral_v<T>) {
+      return is_max ? b > a : b < a;
+    } else {
+      if (a != a) return false;
+      return b != b || (is_max ? b > a : b < a);
+    }
+  }
+  State merge(State a, State b) const {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    return better(b.v, a.v) ? b : a;
+  }
+  State run(int64_t off, int64_t n, int64_t stride, int64_t first,
+            int64_t) const {
+    const T* p = reinterpret_cast<const T*>(plan.x) + off;
+    State s;
+    for (int64_t i = 0; i < n; ++i) {
+      V v;
+      if constexpr (std::is_integral_v<T>) {
+        v = V(p[i * stride]);
+      } else {
+        v = to_double(p[i * stride]);
+      }
+      if (s.i < 0 || better(v, s.v)) s = {v, first + i};
+    }
+    return s;
+  }
+};
+
+std::vector<int64_t> arg_pass(const Plan& plan, bool is_max, DType dtype,
+                              int64_t out_numel) {
+  std::vector<int64_t> res(size_t(out_numel), 0);
+  if (plan.num_red == 0) return res;
+  const Dim& run = plan.red.back();
+  if (is_floating(dtype) && plan.red.size() == 1 && plan.last_is_red &&
+      run.xs == 1 && plan.num_red <= kBlock) {
+    const Dim rows = plan.kept.empty() ? Dim{1, 0, 0} : plan.kept.back();
+    const size_t outer = plan.kept.empty() ? 0 : plan.kept.size() - 1;
+    parallel_for(plan.num_out, std::max<int64_t>(1, kGrain / run.size),
+                 [&](int64_t o0, int64_t o1) {
+                   for (int64_t o = o0; o < o1;) {
+                     const int64_t r0 = o % rows.size;
+                     const int64_t count = std::min(rows.size - r0, o1 - o);
+                     int64_t xoff, ooff;
+                     locate(plan.kept, outer, o / rows.size, xoff, ooff);
+                     xoff += r0 * rows.xs;
+                     ooff += r0 * rows.os;
+                     arg_rows(is_max, dtype, plan.x + xoff * plan.item, count,
+                              rows.xs, run.size, res.data() + ooff, rows.os);
+                     o += count;
+                   }
+                 });
+    return res;
+  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using R = ScalarArg<T>;
+    std::vector<typename R::State> states(static_cast<size_t>(out_numel));
+    reduce_generic(plan, R{plan, is_max}, states);
+    for (size_t o = 0; o < states.size(); ++o) res[o] = states[o].i;
+  });
+  return res;
+}
+
+std::vector<int64_t> int_pass(const Plan& plan, Kind kind, DType dtype,
+                              int64_t out_numel) {
+  std::vector<int64_t> res;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      ScalarInt<T> r{plan, kind};
+      res.assign(size_t(out_numel), r.identity());
+      if (plan.num_red > 0) reduce_generic(plan, r, res);
+    }
+  });
+  return res;
+}
+
+// One value of each output's group (its reduced index 0), by out offset.
+std::vector<double> first_values(const Plan& plan, DType dtype,
+                                 int64_t out_numel) {
+  std::vector<double> res(size_t(out_numel), 0.0);
+  if (plan.num_red == 0) return res;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = reinterpret_cast<const T*>(plan.x);
+    for (int64_t o = 0; o < plan.num_out; ++o) {
+      int64_t xoff, ooff;
+      locate(plan.kept, plan.kept.size(), o, xoff, ooff);
+      res[size_t(ooff)] = to_double(x[xoff]);
+    }
+  });
+  return res;
+}
+
+// Writes values[i] (double or i64) into the contiguous out, converted.
+template <class S>
+void write_out(const std::vector<S>& values, Tensor& out) {
+  dispatch_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = data_ptr<T>(out);
+    parallel_for(out.numel(), kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        if constexpr (std::is_same_v<S, double>) {
+          o[i] = from_double<T>(values[size_t(i)]);
+        } else {
+          o[i] = convert<T>(values[size_t(i)]);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void Backend::reduce(ReduceOp op, const Tensor& x, const std::vector<int>& axes,
+                     const ReduceParams& p, Tensor& out) {
+  const int64_t n_out = out.numel();
+  if (n_out == 0) return;
+  const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  const Plan plan = make_plan(x, axes, out, !arg);
+  const DType dt = x.dtype();
+  if (arg) {
+    write_out(arg_pass(plan, op == ReduceOp::argmax, dt, n_out), out);
+    return;
+  }
+  if (!is_floating(dt)) {
+    Kind kind = op == ReduceOp::prod  ? Kind::prod
+                : op == ReduceOp::max ? Kind::max
+                : op == ReduceOp::min ? Kind::min
+                                      : Kind::sum;
+    write_out(int_pass(plan, kind, dt, n_out), out);
+    return;
+  }
+  const double count = double(plan.num_red);
+  std::vector<double> res;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::prod:
+    case ReduceOp::max:
+    case ReduceOp::min: {
+      const Kind kind = op == ReduceOp::sum    ? Kind::sum
+                        : op == ReduceOp::prod ? Kind::prod
+                        : op == ReduceOp::max  ? Kind::max
+                                               : Kind::min;
+      res = float_pass(plan, kind, dt, nullptr, n_out);
+      break;
+    }
+    case ReduceOp::mean:
+      res = float_pass(plan, Kind::sum, dt, nullptr, n_out);
+      for (double& v : res) v /= count;
+      break;
+    case ReduceOp::var: {
+      // The mean as x0 + mean(x - x0) with x0 one of the group's values:
+      // f32 partial sums then see the spread, not a large common offset.
+      std::vector<double> mean = first_values(plan, dt, n_out);
+      std::vector<double> dev =
+          float_pass(plan, Kind::sum_dev, dt, mean.data(), n_out);
+      for (size_t i = 0; i < mean.size(); ++i) mean[i] += dev[i] / count;
+      res = float_pass(plan, Kind::sum_sq_dev, dt, mean.data(), n_out);
+      const double dof = std::max(0.0, count - double(p.correction));
+      for (double& v : res) {
+        v /= dof;
+        if (p.take_sqrt) v = std::sqrt(v);
+      }
+      break;
+    }
+    case ReduceOp::logsumexp: {
+      std::vector<double> max = float_pass(plan, Kind::max, dt, nullptr, n_out);
+      // An infinite or NaN max decides the result; shift those by 0.
+      std::vector<double> shift = max;
+      for (double& v : shift) v = std::isfinite(v) ? v : 0.0;
+      res = float_pass(plan, Kind::sum_exp_dev, dt, shift.data(), n_out);
+      for (size_t i = 0; i < res.size(); ++i) {
+        res[i] = std::isfinite(max[i]) ? max[i] + std::log(res[i]) : max[i];
+      }
+      break;
+    }
+    case ReduceOp::argmax:
+    case ReduceOp::argmin:
+      break;  // Handled above.
+  }
+  write_out(res, out);
+}
+
 }  // namespace nascent::cpu
