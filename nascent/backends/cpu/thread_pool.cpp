@@ -4,8 +4,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "nascent/core/error.h"
@@ -75,6 +77,9 @@ class Pool {
     // holding fn_ must not see the next job's counter.
     idle_.wait(lock, [&] { return done_ == tasks_ && active_ == 0; });
     fn_ = nullptr;
+    // A task that threw (say, an allocation failing) surfaces here, in the
+    // caller, instead of terminating the process from a worker.
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
@@ -86,9 +91,18 @@ class Pool {
     return std::max(1u, std::thread::hardware_concurrency());
   }
 
+  // Runs tasks until none is left; counts them, thrown or not, so the job
+  // still completes, and keeps the first exception for the caller.
   int claim_and_run(const std::function<void(int)>& fn, int tasks) {
     int count = 0;
-    for (int t; (t = next_.fetch_add(1)) < tasks; ++count) fn(t);
+    for (int t; (t = next_.fetch_add(1)) < tasks; ++count) {
+      try {
+        fn(t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
     return count;
   }
 
@@ -136,6 +150,7 @@ class Pool {
   int active_ = 0;  // Workers inside the current job.
   std::atomic<int> next_{0};
   std::atomic<int> size_{1};
+  std::exception_ptr error_;  // First exception of the current job.
   uint64_t generation_ = 0;
   bool stopping_ = false;
 };

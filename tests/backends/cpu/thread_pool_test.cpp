@@ -138,6 +138,24 @@ TEST_F(ThreadPoolTest, ManyShortJobsDoNotLoseOrRepeatTasks) {
   EXPECT_EQ(count.load(), 6000);
 }
 
+// A task that throws must reach the caller, not terminate the process from
+// a worker, and the pool must keep working afterwards.
+TEST_F(ThreadPoolTest, ExceptionInATaskReachesTheCaller) {
+  set_num_threads(2);
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_THROW(parallel_tasks(4,
+                                [&](int t) {
+                                  if (t == round % 4) {
+                                    throw ValueError("task failed");
+                                  }
+                                }),
+                 ValueError);
+  }
+  std::atomic<int> count{0};
+  parallel_tasks(4, [&](int) { count.fetch_add(1); });
+  EXPECT_EQ(count.load(), 4);
+}
+
 TEST_F(ThreadPoolTest, RejectsThreadCountsBelowOne) {
   for (int n : {0, -1}) {
     try {
