@@ -26,6 +26,17 @@ std::vector<Shape> small_shapes();
 inline const Shape kThreadedShape = {67, 1031};
 inline constexpr int64_t kLargeSize = 1000003;
 
+// How much the element-wise cases cover. Re-running them once per SIMD
+// target (tests/backends/cpu/simd_targets_test.cpp) skips the shapes that
+// only add threads and length, since those do not depend on the target.
+struct Coverage {
+  bool large_shapes = true;
+};
+inline Coverage& coverage() {
+  static Coverage c;
+  return c;
+}
+
 // Half an ulp, relative (2^-24 for f32); 0 for integer types and bool.
 long double unit_roundoff(DType dtype);
 

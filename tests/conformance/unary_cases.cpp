@@ -443,7 +443,9 @@ void run(Backend& backend, const UnarySpec& s) {
   for (DType dt : kAllDTypes) {
     if (!accepts(s, dt)) continue;
     std::vector<Shape> shapes = small_shapes();
-    if (is_floating(dt) || dt == DType::i32) shapes.push_back(kThreadedShape);
+    if ((is_floating(dt) || dt == DType::i32) && coverage().large_shapes) {
+      shapes.push_back(kThreadedShape);
+    }
     for (Layout layout : kLayouts) {
       for (const Shape& shape : shapes) {
         Tensor x =
@@ -456,6 +458,7 @@ void run(Backend& backend, const UnarySpec& s) {
   }
   // Long enough for every thread to run SIMD bodies and tails.
   for (DType dt : {DType::f32, DType::bf16}) {
+    if (!coverage().large_shapes) break;
     check(s,
           random_tensor({kLargeSize}, dt, backend, seed++, Layout::contiguous,
                         s.lo, s.hi),

@@ -68,12 +68,14 @@ void UnaryTyped(UnaryOp op, const T* x, T* out, size_t n,
                               hn::IfThenElse(hn::Gt(v, hi), hi, v));
       });
     }
+    // A rounded value has x's sign (-0.5 rounds to -0); Highway's emulated
+    // rounding (SSSE3, EMU128) loses the sign of zero, so restore it.
     case UnaryOp::floor:
-      return run([&](V v) { return hn::Floor(v); });
+      return run([&](V v) { return hn::CopySign(hn::Floor(v), v); });
     case UnaryOp::ceil:
-      return run([&](V v) { return hn::Ceil(v); });
+      return run([&](V v) { return hn::CopySign(hn::Ceil(v), v); });
     case UnaryOp::round:
-      return run([&](V v) { return hn::Round(v); });
+      return run([&](V v) { return hn::CopySign(hn::Round(v), v); });
     case UnaryOp::reciprocal:
       return run([&](V v) { return hn::Div(one, v); });
     case UnaryOp::sqrt:
