@@ -75,11 +75,15 @@ void BinaryTyped(BinaryOp op, const T* a, int64_t sa, const T* b, int64_t sb,
   return BinaryStrided<true, true>(op, a, b, out, n);
 }
 
+// Highway 1.0.3 has no f64 vectors on WASM; f64 then stays scalar.
+template <class T>
+constexpr bool kFloat64 = std::is_same_v<T, double> && (HWY_HAVE_FLOAT64 != 0);
+
 void BinaryRun(BinaryOp op, DType dtype, const void* a, int64_t sa,
                const void* b, int64_t sb, void* out, size_t n) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    if constexpr (std::is_same_v<T, float> || kFloat64<T> ||
                   std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
       BinaryTyped(op, static_cast<const T*>(a), sa, static_cast<const T*>(b),
                   sb, out, n);
@@ -164,7 +168,9 @@ HWY_EXPORT(BinaryRun);
 HWY_EXPORT(WhereRun);
 
 bool has_binary(BinaryOp op, DType dtype) {
-  if (!is_floating(dtype)) return false;
+  if (!is_floating(dtype) || (dtype == DType::f64 && !has_float64())) {
+    return false;
+  }
   switch (op) {
     case BinaryOp::pow:
     case BinaryOp::logical_and:

@@ -16,6 +16,10 @@
 
 namespace nascent::cpu::simd {
 
+// Whether the SIMD target in use has f64 vectors (not WASM, in Highway
+// 1.0.3); without them f64 runs stay scalar.
+bool has_float64();
+
 // f32, f64 (not erf and gelu), f16 and bf16 (computed in f32). pow_scalar
 // only for the exponents with exact short forms (0, +-0.5, +-1, 2, 3, -2).
 bool has_unary(UnaryOp op, DType dtype, const UnaryParams& p);

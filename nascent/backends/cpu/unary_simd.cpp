@@ -116,11 +116,19 @@ void UnaryTyped(UnaryOp op, const T* x, T* out, size_t n,
   }
 }
 
+// Highway 1.0.3 has no f64 vectors on WASM; f64 then stays scalar.
+template <class T>
+constexpr bool kFloat64 = std::is_same_v<T, double> && (HWY_HAVE_FLOAT64 != 0);
+
+bool HasFloat64() {
+  return HWY_HAVE_FLOAT64 != 0;
+}
+
 void UnaryRun(UnaryOp op, DType dtype, const void* x, void* out, size_t n,
               const UnaryParams& p) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+    if constexpr (std::is_same_v<T, float> || kFloat64<T> ||
                   std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
       UnaryTyped(op, static_cast<const T*>(x), static_cast<T*>(out), n, p);
     }
@@ -134,11 +142,16 @@ HWY_AFTER_NAMESPACE();
 namespace nascent::cpu::simd {
 
 HWY_EXPORT(UnaryRun);
+HWY_EXPORT(HasFloat64);
+
+bool has_float64() {
+  return HWY_DYNAMIC_DISPATCH(HasFloat64)();
+}
 
 bool has_unary(UnaryOp op, DType dtype, const UnaryParams& p) {
   const bool f32_compute =
       dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
-  if (!f32_compute && dtype != DType::f64) return false;
+  if (!f32_compute && !(dtype == DType::f64 && has_float64())) return false;
   switch (op) {
     case UnaryOp::logical_not:
       return false;
