@@ -1,9 +1,11 @@
 // copy: strided gather/scatter with dtype conversion; the workhorse behind
-// contiguous(), cast(), cat() and pad().
+// contiguous(), cast(), cat() and pad(). Contiguous runs between f32, f16
+// and bf16 convert with SIMD (convert_simd.cpp).
 #include <cstring>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
+#include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/strided.h"
 
 namespace nascent::cpu {
@@ -22,9 +24,31 @@ void Backend::copy(const Tensor& src, Tensor& dst) {
         return;
       }
       for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(dp + i * st[0] * size, sp + i * st[1] * size,
-                    size_t(size));
+        std::memcpy(dp + i * st[0] * size, sp + i * st[1] * size, size_t(size));
       }
+    });
+    return;
+  }
+  if (simd::has_convert(src.dtype(), dst.dtype())) {
+    const DType from = src.dtype(), to = dst.dtype();
+    const int64_t ssize = int64_t(src.itemsize()),
+                  dsize = int64_t(dst.itemsize());
+    loop.parallel(kElementwiseGrain, [&](auto off, int64_t n, auto st) {
+      if (st[0] == 1 && st[1] == 1) {
+        return simd::convert(from, to, s + off[1] * ssize, d + off[0] * dsize,
+                             n);
+      }
+      dispatch_dtype(to, [&](auto dt) {
+        using D = decltype(dt);
+        dispatch_dtype(from, [&](auto stag) {
+          using S = decltype(stag);
+          D* dp = reinterpret_cast<D*>(d) + off[0];
+          const S* sp = reinterpret_cast<const S*>(s) + off[1];
+          for (int64_t i = 0; i < n; ++i) {
+            dp[i * st[0]] = convert<D>(sp[i * st[1]]);
+          }
+        });
+      });
     });
     return;
   }

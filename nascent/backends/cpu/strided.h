@@ -63,7 +63,8 @@ class StridedLoop {
     }
     std::array<int64_t, N> off{};
     for (int k = 0; k < N; ++k) {
-      for (int d = 0; d < nd; ++d) off[k] += idx[size_t(d)] * strides_[k][size_t(d)];
+      for (int d = 0; d < nd; ++d)
+        off[k] += idx[size_t(d)] * strides_[k][size_t(d)];
     }
     int64_t pos = begin;
     while (pos < end) {
@@ -89,9 +90,8 @@ class StridedLoop {
   // `grain` elements.
   template <class Fn>
   void parallel(int64_t grain, Fn&& fn) const {
-    parallel_for(numel_, grain, [&](int64_t b, int64_t e) {
-      for_range(b, e, fn);
-    });
+    parallel_for(numel_, grain,
+                 [&](int64_t b, int64_t e) { for_range(b, e, fn); });
   }
 
  private:
@@ -101,7 +101,9 @@ class StridedLoop {
 };
 
 // Elements per task below which splitting across threads costs more than it
-// saves (a few microseconds of work).
+// saves (waking a worker costs a few microseconds; see bench/NOTES.md).
 inline constexpr int64_t kElementwiseGrain = 32768;
+// The same for ops of tens of instructions per element (exp, erf, sin).
+inline constexpr int64_t kTranscendentalGrain = 8192;
 
 }  // namespace nascent::cpu

@@ -1,38 +1,99 @@
-// Element-wise unary kernels.
+// Element-wise unary kernels. Contiguous float runs go to the SIMD kernels
+// (unary_simd.cpp); the scalar loops below cover strided runs, integers and
+// what has no SIMD path. Scalar transcendentals of f32/f16/bf16 are
+// computed in double and rounded once.
 #include <cmath>
 
 #include "nascent/backends/cpu/elementwise.h"
+#include "nascent/backends/cpu/simd.h"
 
 namespace nascent::cpu {
 
 namespace {
 
-template <class C>
-C gelu_erf(C x) {
-  return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+// gelu, gelu_tanh and silu in forms that keep their relative precision
+// for negative x (no 1 + erf or 1 + tanh cancellation), with the limit 0 at
+// -inf.
+double gelu_erf(double x) {
+  if (x == -INFINITY) return 0.0;
+  return 0.5 * x * std::erfc(-x * 0.70710678118654752440);
 }
-template <class C>
-C gelu_tanh_approx(C x) {
-  const C k = C(0.79788456080286535588);  // sqrt(2 / pi)
-  return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+double gelu_tanh_approx(double x) {
+  if (x == -INFINITY) return 0.0;
+  const double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));  // 0.5 x (1 + tanh(u)).
+}
+double silu(double x) {
+  if (x == -INFINITY) return 0.0;
+  return x / (1.0 + std::exp(-x));
+}
+
+// Ops that take a few instructions per element; the others (exp, erf...)
+// cost tens, so fewer elements fill a thread's task.
+bool is_cheap(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::relu:
+    case UnaryOp::square:
+    case UnaryOp::clamp:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::reciprocal:
+    case UnaryOp::sqrt:
+    case UnaryOp::rsqrt:
+    case UnaryOp::logical_not:
+      return true;
+    default:
+      return false;
+  }
 }
 
 template <class T>
 void unary_typed(UnaryOp op, const Tensor& x, const UnaryParams& p,
                  Tensor& out) {
   using C = compute_t<T>;
-  auto run = [&](auto fn) { map_unary<T, T>(x, out, fn); };
+  const bool has_simd = simd::has_unary(op, dtype_of<T>, p);
+  const UnaryRun vector_run = [&](const void* s, void* d, int64_t n) {
+    simd::unary(op, dtype_of<T>, s, d, n, p);
+  };
+  const int64_t grain = is_cheap(op) ? kElementwiseGrain : kTranscendentalGrain;
+  auto run = [&](auto fn) {
+    map_unary<T, T>(x, out, fn, has_simd ? &vector_run : nullptr, grain);
+  };
   if constexpr (std::is_same_v<T, bool>) {
     if (op == UnaryOp::logical_not) return run([](bool v) { return !v; });
   } else {
     switch (op) {
-      case UnaryOp::neg: return run([](C v) { return C(-v); });
+      case UnaryOp::neg:  // -v, not 0 - v: neg(+0) is -0.
+        return run([](C v) {
+          if constexpr (std::is_floating_point_v<C>) {
+            return -v;
+          } else {
+            return wrap_sub(C(0), v);
+          }
+        });
       case UnaryOp::abs:
-        return run([](C v) { return v < C(0) ? C(-v) : v; });
+        return run([](C v) {
+          if constexpr (std::is_floating_point_v<C>) {
+            return std::fabs(v);  // -0 becomes +0.
+          } else {
+            return v < C(0) ? wrap_sub(C(0), v) : v;
+          }
+        });
       case UnaryOp::sign:
-        return run([](C v) { return C((C(0) < v) - (v < C(0))); });
-      case UnaryOp::relu: return run([](C v) { return v > C(0) ? v : C(0); });
-      case UnaryOp::square: return run([](C v) { return C(v * v); });
+        return run([](C v) {
+          if constexpr (std::is_floating_point_v<C>) {
+            if (v != v) return v;  // NaN stays NaN.
+          }
+          return C((C(0) < v) - (v < C(0)));
+        });
+      case UnaryOp::relu:  // NaN stays NaN.
+        return run([](C v) { return v < C(0) ? C(0) : v; });
+      case UnaryOp::square:
+        return run([](C v) { return wrap_mul(v, v); });
       case UnaryOp::clamp: {
         const double lo = p.a, hi = p.b;
         return run([lo, hi](C v) {
@@ -43,52 +104,71 @@ void unary_typed(UnaryOp op, const Tensor& x, const UnaryParams& p,
           return d < lo ? from_double<C>(lo) : d > hi ? from_double<C>(hi) : v;
         });
       }
-      default: break;
+      default:
+        break;
     }
     if constexpr (std::is_floating_point_v<C>) {
+      // Math in double: exact enough that the one rounding to C is all.
+      auto math = [&](double (*f)(double)) {
+        return run([f](C v) { return C(f(double(v))); });
+      };
       switch (op) {
-        case UnaryOp::exp: return run([](C v) { return std::exp(v); });
-        case UnaryOp::log: return run([](C v) { return std::log(v); });
-        case UnaryOp::log1p: return run([](C v) { return std::log1p(v); });
-        case UnaryOp::expm1: return run([](C v) { return std::expm1(v); });
-        case UnaryOp::sqrt: return run([](C v) { return std::sqrt(v); });
+        case UnaryOp::exp:
+          return math([](double v) { return std::exp(v); });
+        case UnaryOp::log:
+          return math([](double v) { return std::log(v); });
+        case UnaryOp::log1p:
+          return math([](double v) { return std::log1p(v); });
+        case UnaryOp::expm1:
+          return math([](double v) { return std::expm1(v); });
+        case UnaryOp::sqrt:
+          return run([](C v) { return std::sqrt(v); });
         case UnaryOp::rsqrt:
-          return run([](C v) { return C(1) / std::sqrt(v); });
-        case UnaryOp::sin: return run([](C v) { return std::sin(v); });
-        case UnaryOp::cos: return run([](C v) { return std::cos(v); });
-        case UnaryOp::tanh: return run([](C v) { return std::tanh(v); });
+          return math([](double v) { return 1.0 / std::sqrt(v); });
+        case UnaryOp::sin:
+          return math([](double v) { return std::sin(v); });
+        case UnaryOp::cos:
+          return math([](double v) { return std::cos(v); });
+        case UnaryOp::tanh:
+          return math([](double v) { return std::tanh(v); });
         case UnaryOp::sigmoid:
-          return run([](C v) { return C(1) / (C(1) + std::exp(-v)); });
-        case UnaryOp::gelu: return run([](C v) { return gelu_erf(v); });
+          return math([](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+        case UnaryOp::gelu:
+          return math(gelu_erf);
         case UnaryOp::gelu_tanh:
-          return run([](C v) { return gelu_tanh_approx(v); });
+          return math(gelu_tanh_approx);
         case UnaryOp::silu:
-          return run([](C v) { return v / (C(1) + std::exp(-v)); });
-        case UnaryOp::erf: return run([](C v) { return std::erf(v); });
-        case UnaryOp::floor: return run([](C v) { return std::floor(v); });
-        case UnaryOp::ceil: return run([](C v) { return std::ceil(v); });
+          return math(silu);
+        case UnaryOp::erf:
+          return math([](double v) { return std::erf(v); });
+        case UnaryOp::floor:
+          return run([](C v) { return std::floor(v); });
+        case UnaryOp::ceil:
+          return run([](C v) { return std::ceil(v); });
         case UnaryOp::round:
-          return run([](C v) { return std::nearbyint(v); });  // Half to even.
-        case UnaryOp::reciprocal: return run([](C v) { return C(1) / v; });
+          // Half to even (the default rounding mode), as PyTorch.
+          return run([](C v) { return std::nearbyint(v); });
+        case UnaryOp::reciprocal:
+          return run([](C v) { return C(1) / v; });
         case UnaryOp::pow_scalar: {
-          const C e = C(p.a);
-          return run([e](C v) { return std::pow(v, e); });
+          const double e = p.a;
+          return run([e](C v) { return C(std::pow(double(v), e)); });
         }
-        default: break;
+        default:
+          break;
       }
     }
   }
-  throw BackendError(fmt::format("cpu: {} does not take {}", name(op),
-                                 x.to_string()));
+  throw BackendError(
+      fmt::format("cpu: {} does not take {}", name(op), x.to_string()));
 }
 
 }  // namespace
 
 void Backend::unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
                     Tensor& out) {
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    unary_typed<decltype(tag)>(op, x, p, out);
-  });
+  dispatch_dtype(x.dtype(),
+                 [&](auto tag) { unary_typed<decltype(tag)>(op, x, p, out); });
 }
 
 }  // namespace nascent::cpu

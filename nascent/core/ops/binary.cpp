@@ -14,8 +14,10 @@ bool is_comparison(BinaryOp op) {
     case BinaryOp::lt:
     case BinaryOp::le:
     case BinaryOp::gt:
-    case BinaryOp::ge: return true;
-    default: return false;
+    case BinaryOp::ge:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -54,8 +56,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* op_name = name(op);
   Backend& backend = detail::common_backend(op_name, {&a, &b});
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name);
-  DType dt =
-      compute_dtype(op, promote_types(a.dtype(), b.dtype()), a, b);
+  DType dt = compute_dtype(op, promote_types(a.dtype(), b.dtype()), a, b);
   Tensor av = a.cast(dt).expand(shape);
   Tensor bv = b.cast(dt).expand(shape);
   DType out_dtype = is_comparison(op) || is_logical(op) ? DType::boolean : dt;
@@ -121,31 +122,67 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::logical_xor, a, b);
 }
 
-Tensor add(const Tensor& a, Scalar b) { return binary(BinaryOp::add, a, b); }
-Tensor sub(const Tensor& a, Scalar b) { return binary(BinaryOp::sub, a, b); }
-Tensor mul(const Tensor& a, Scalar b) { return binary(BinaryOp::mul, a, b); }
-Tensor div(const Tensor& a, Scalar b) { return binary(BinaryOp::div, a, b); }
+Tensor add(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::add, a, b);
+}
+Tensor sub(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::sub, a, b);
+}
+Tensor mul(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::mul, a, b);
+}
+Tensor div(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::div, a, b);
+}
 Tensor maximum(const Tensor& a, Scalar b) {
   return binary(BinaryOp::maximum, a, b);
 }
 Tensor minimum(const Tensor& a, Scalar b) {
   return binary(BinaryOp::minimum, a, b);
 }
-Tensor eq(const Tensor& a, Scalar b) { return binary(BinaryOp::eq, a, b); }
-Tensor ne(const Tensor& a, Scalar b) { return binary(BinaryOp::ne, a, b); }
-Tensor lt(const Tensor& a, Scalar b) { return binary(BinaryOp::lt, a, b); }
-Tensor le(const Tensor& a, Scalar b) { return binary(BinaryOp::le, a, b); }
-Tensor gt(const Tensor& a, Scalar b) { return binary(BinaryOp::gt, a, b); }
-Tensor ge(const Tensor& a, Scalar b) { return binary(BinaryOp::ge, a, b); }
+Tensor eq(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::eq, a, b);
+}
+Tensor ne(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::ne, a, b);
+}
+Tensor lt(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::lt, a, b);
+}
+Tensor le(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::le, a, b);
+}
+Tensor gt(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::gt, a, b);
+}
+Tensor ge(const Tensor& a, Scalar b) {
+  return binary(BinaryOp::ge, a, b);
+}
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+Tensor operator+(const Tensor& a, Scalar b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, Scalar b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, Scalar b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, Scalar b) {
+  return div(a, b);
+}
 Tensor operator+(Scalar a, const Tensor& b) {
   return binary(BinaryOp::add, a, b);
 }
@@ -161,8 +198,17 @@ Tensor operator/(Scalar a, const Tensor& b) {
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Backend& backend = detail::common_backend("where", {&cond, &a, &b});
-  Shape shape = broadcast_shapes(
-      broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape shape;
+  try {
+    shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"),
+                             b.shape(), "where");
+  } catch (const ShapeError&) {
+    // Name all three operands, not the intermediate broadcast shape.
+    throw ShapeError(
+        fmt::format("where: cond {}, a {} and b {} do not "
+                    "broadcast to one shape",
+                    cond.to_string(), a.to_string(), b.to_string()));
+  }
   DType dt = promote_types(a.dtype(), b.dtype());
   Tensor c = cond.cast(DType::boolean).expand(shape);
   Tensor av = a.cast(dt).expand(shape);
@@ -173,18 +219,31 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
-  return where(cond, a, detail::scalar_tensor(b, a.dtype(), a.backend()));
+  detail::common_backend("where", {&cond, &a});
+  // The scalar takes a's dtype, except that a fractional scalar with an
+  // integer or bool tensor gives f32 (as in binary ops and PyTorch).
+  DType dt =
+      !b.is_integral() && !is_floating(a.dtype()) ? DType::f32 : a.dtype();
+  return where(cond, a, detail::scalar_tensor(b, dt, a.backend()));
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
-  Tensor v = detail::scalar_tensor(value, x.dtype(), x.backend());
-  Tensor out = where(mask, v, x);
-  if (out.shape() != x.shape()) {
-    throw ShapeError(fmt::format(
-        "masked_fill: mask {} does not broadcast to the input {}",
-        mask.to_string(), x.to_string()));
+  detail::common_backend("masked_fill", {&x, &mask});
+  bool fits = true;
+  try {
+    fits =
+        broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape();
+  } catch (const ShapeError&) {
+    fits = false;
   }
-  return out;
+  if (!fits) {
+    throw ShapeError(
+        fmt::format("masked_fill: mask {} does not broadcast to the input {}",
+                    mask.to_string(), x.to_string()));
+  }
+  // The value takes x's dtype: masked_fill never changes the dtype.
+  Tensor v = detail::scalar_tensor(value, x.dtype(), x.backend());
+  return where(mask, v, x);
 }
 
 }  // namespace nascent

@@ -1,4 +1,6 @@
 // Element-wise unary ops: dtype rules, then one backend call.
+#include <cmath>
+
 #include "nascent/core/ops.h"
 #include "nascent/core/ops/validate.h"
 
@@ -8,10 +10,10 @@ namespace {
 
 // Which dtypes an op accepts and what it computes in.
 enum class Domain {
-  real,     // Needs real numbers: integers and bool are taken as f32.
-  numeric,  // Any number type keeps its dtype; bool is refused.
-  rounding, // floor/ceil/round: integers pass through unchanged.
-  logical,  // Any dtype, read as bool.
+  real,      // Needs real numbers: integers and bool are taken as f32.
+  numeric,   // Any number type keeps its dtype; bool is refused.
+  rounding,  // floor/ceil/round: integers pass through unchanged.
+  logical,   // Any dtype, read as bool.
 };
 
 Domain domain_of(UnaryOp op) {
@@ -21,12 +23,28 @@ Domain domain_of(UnaryOp op) {
     case UnaryOp::sign:
     case UnaryOp::relu:
     case UnaryOp::square:
-    case UnaryOp::clamp: return Domain::numeric;
+    case UnaryOp::clamp:
+      return Domain::numeric;
     case UnaryOp::floor:
     case UnaryOp::ceil:
-    case UnaryOp::round: return Domain::rounding;
-    case UnaryOp::logical_not: return Domain::logical;
-    default: return Domain::real;
+    case UnaryOp::round:
+      return Domain::rounding;
+    case UnaryOp::logical_not:
+      return Domain::logical;
+    default:
+      return Domain::real;
+  }
+}
+
+bool is_integral(double v) {
+  return v == std::floor(v);
+}
+
+void check_clamp_bounds(const Tensor& x, const UnaryParams& p) {
+  if (std::isnan(p.a) || std::isnan(p.b) || p.a > p.b) {
+    throw ValueError(fmt::format(
+        "clamp: need lower bound <= upper bound, got {} and {} for {}", p.a,
+        p.b, x.to_string()));
   }
 }
 
@@ -37,54 +55,110 @@ Tensor unary(UnaryOp op, const Tensor& x, const UnaryParams& p) {
   Backend& backend = detail::common_backend(op_name, {&x});
   Tensor in = x;
   switch (domain_of(op)) {
-    case Domain::real: in = x.cast(to_floating(x.dtype())); break;
+    case Domain::real:
+      in = x.cast(to_floating(x.dtype()));
+      break;
     case Domain::numeric:
       detail::check_dtype(x.dtype() != DType::boolean, op_name, x,
                           "a number type (not bool)");
+      if (op == UnaryOp::clamp) {
+        check_clamp_bounds(x, p);
+        // A fractional bound takes an integer tensor to f32, as a
+        // fractional scalar does in binary ops (and as PyTorch).
+        if (!is_floating(x.dtype()) &&
+            !(is_integral(p.a) && is_integral(p.b))) {
+          in = x.cast(DType::f32);
+        }
+      }
       break;
     case Domain::rounding:
       detail::check_dtype(x.dtype() != DType::boolean, op_name, x,
                           "a number type (not bool)");
       if (!is_floating(x.dtype())) return x.clone();
       break;
-    case Domain::logical: in = x.cast(DType::boolean); break;
+    case Domain::logical:
+      in = x.cast(DType::boolean);
+      break;
   }
   Tensor out = detail::new_output(in.shape(), in.dtype(), backend);
   backend.unary(op, in, p, out);
   return out;
 }
 
-Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
-Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
-Tensor sign(const Tensor& x) { return unary(UnaryOp::sign, x); }
-Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
-Tensor log1p(const Tensor& x) { return unary(UnaryOp::log1p, x); }
-Tensor expm1(const Tensor& x) { return unary(UnaryOp::expm1, x); }
-Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::rsqrt, x); }
-Tensor sin(const Tensor& x) { return unary(UnaryOp::sin, x); }
-Tensor cos(const Tensor& x) { return unary(UnaryOp::cos, x); }
-Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
-Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
-Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
-Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::gelu_tanh, x); }
-Tensor silu(const Tensor& x) { return unary(UnaryOp::silu, x); }
-Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x); }
-Tensor floor(const Tensor& x) { return unary(UnaryOp::floor, x); }
-Tensor ceil(const Tensor& x) { return unary(UnaryOp::ceil, x); }
-Tensor round(const Tensor& x) { return unary(UnaryOp::round, x); }
-Tensor reciprocal(const Tensor& x) { return unary(UnaryOp::reciprocal, x); }
-Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
-Tensor logical_not(const Tensor& x) { return unary(UnaryOp::logical_not, x); }
+Tensor neg(const Tensor& x) {
+  return unary(UnaryOp::neg, x);
+}
+Tensor abs(const Tensor& x) {
+  return unary(UnaryOp::abs, x);
+}
+Tensor sign(const Tensor& x) {
+  return unary(UnaryOp::sign, x);
+}
+Tensor exp(const Tensor& x) {
+  return unary(UnaryOp::exp, x);
+}
+Tensor log(const Tensor& x) {
+  return unary(UnaryOp::log, x);
+}
+Tensor log1p(const Tensor& x) {
+  return unary(UnaryOp::log1p, x);
+}
+Tensor expm1(const Tensor& x) {
+  return unary(UnaryOp::expm1, x);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(UnaryOp::sqrt, x);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary(UnaryOp::rsqrt, x);
+}
+Tensor sin(const Tensor& x) {
+  return unary(UnaryOp::sin, x);
+}
+Tensor cos(const Tensor& x) {
+  return unary(UnaryOp::cos, x);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(UnaryOp::tanh, x);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(UnaryOp::sigmoid, x);
+}
+Tensor relu(const Tensor& x) {
+  return unary(UnaryOp::relu, x);
+}
+Tensor gelu(const Tensor& x) {
+  return unary(UnaryOp::gelu, x);
+}
+Tensor gelu_tanh(const Tensor& x) {
+  return unary(UnaryOp::gelu_tanh, x);
+}
+Tensor silu(const Tensor& x) {
+  return unary(UnaryOp::silu, x);
+}
+Tensor erf(const Tensor& x) {
+  return unary(UnaryOp::erf, x);
+}
+Tensor floor(const Tensor& x) {
+  return unary(UnaryOp::floor, x);
+}
+Tensor ceil(const Tensor& x) {
+  return unary(UnaryOp::ceil, x);
+}
+Tensor round(const Tensor& x) {
+  return unary(UnaryOp::round, x);
+}
+Tensor reciprocal(const Tensor& x) {
+  return unary(UnaryOp::reciprocal, x);
+}
+Tensor square(const Tensor& x) {
+  return unary(UnaryOp::square, x);
+}
+Tensor logical_not(const Tensor& x) {
+  return unary(UnaryOp::logical_not, x);
+}
 
 Tensor clamp(const Tensor& x, double low, double high) {
-  if (low > high) {
-    throw ValueError(fmt::format(
-        "clamp: lower bound {} is above upper bound {} for {}", low, high,
-        x.to_string()));
-  }
   return unary(UnaryOp::clamp, x, UnaryParams{low, high});
 }
 
@@ -92,6 +166,8 @@ Tensor pow(const Tensor& x, double exponent) {
   return unary(UnaryOp::pow_scalar, x, UnaryParams{exponent, 0.0});
 }
 
-Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator-(const Tensor& x) {
+  return neg(x);
+}
 
 }  // namespace nascent
