@@ -91,7 +91,7 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
 }  // namespace
 
 void* gemm_scratch(GemmBuffer which, size_t bytes) {
-  thread_local std::array<Scratch, 3> buffers;
+  thread_local std::array<Scratch, 2> buffers;
   Scratch& s = buffers[size_t(which)];
   if (s.size < bytes) {
     s.ptr.reset();

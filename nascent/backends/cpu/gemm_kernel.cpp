@@ -11,9 +11,11 @@
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "nascent/backends/cpu/gemm_kernel.h"
@@ -36,13 +38,25 @@ constexpr size_t kNV = 2;
 // panel of B (16 KiB) and a kMR x KC panel of A (6 KiB) stay in L1 (48 KiB
 // on Zen 5), an MC x KC block of A (~256 KiB) in L2 (1 MiB) and a KC x NC
 // block of B (~4 MiB) in L3.
-constexpr size_t kKC = 256;
-constexpr size_t kBlockABytes = 256 * 1024;
-constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
+// TUNING (temporary): env overrides.
+inline size_t EnvOr(const char* name, size_t def) {
+  const char* v = std::getenv(name);
+  return v ? size_t(std::atoll(v)) : def;
+}
+static const size_t kKC = EnvOr("GEMM_KC", 256);
+static const size_t kBlockABytes = EnvOr("GEMM_A", 256 * 1024);
+static const size_t kBlockBBytes = EnvOr("GEMM_B", 4 * 1024 * 1024);
 
 template <class D>
 size_t TileCols(D d) {
   return kNV * hn::Lanes(d);
+}
+
+// Distance between packed B panels: a cache line more than the panel, so
+// that writing one row into every panel (PackB) does not hit one L1 set.
+template <class D>
+size_t PanelStride(D d, size_t kc) {
+  return kc * TileCols(d) + 64 / sizeof(hn::TFromD<D>);
 }
 
 size_t RoundUp(size_t x, size_t m) {
@@ -94,53 +108,34 @@ void ConvertRun(D d, const S* src, size_t n, T* dst) {
   for (; i < n; ++i) dst[i] = ToCompute(src[i]);
 }
 
-// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows: panel
-// r holds, for each p, the kMR values A[r*kMR .. r*kMR+kMR-1, p]. Rows past
-// mc are zero.
+// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows, each
+// row kc contiguous values, so a row-major A packs with plain copies (the
+// micro-kernel broadcasts from six row streams). Rows past mc are zero.
 template <class D, class S, class T = hn::TFromD<D>>
 void PackA(D d, const S* a, int64_t rs, int64_t cs, size_t mc, size_t kc,
            T* HWY_RESTRICT dst) {
-  constexpr bool kSame = std::is_same_v<S, T>;
-  T* staging = nullptr;
-  if (!kSame && cs == 1) {
-    staging = static_cast<T*>(
-        gemm_scratch(GemmBuffer::staging, kMR * kc * sizeof(T)));
-  }
-  for (size_t i0 = 0; i0 < mc; i0 += kMR) {
+  for (size_t i0 = 0; i0 < mc; i0 += kMR, dst += kMR * kc) {
     const size_t mb = std::min(kMR, mc - i0);
     const S* src = a + int64_t(i0) * rs;
-    if (staging != nullptr) {
-      // Widen whole rows with SIMD first, then interleave them.
+    if (cs == 1) {
       for (size_t i = 0; i < mb; ++i) {
-        ConvertRun(d, src + int64_t(i) * rs, kc, staging + i * kc);
+        ConvertRun(d, src + int64_t(i) * rs, kc, dst + i * kc);
       }
-      for (size_t p = 0; p < kc; ++p) {
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = i < mb ? staging[i * kc + p] : T(0);
-        }
-      }
-    } else if (mb == kMR && cs == 1) {
-      for (size_t p = 0; p < kc; ++p) {
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = ToCompute(src[int64_t(i) * rs + int64_t(p)]);
-        }
-      }
-    } else if (mb == kMR) {
+    } else if (rs == 1) {
+      // Transposed A: the kMR values of one column are contiguous.
       for (size_t p = 0; p < kc; ++p) {
         const S* col = src + int64_t(p) * cs;
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = ToCompute(col[int64_t(i) * rs]);
-        }
+        for (size_t i = 0; i < mb; ++i) dst[i * kc + p] = ToCompute(col[i]);
       }
     } else {
-      for (size_t p = 0; p < kc; ++p) {
-        const S* col = src + int64_t(p) * cs;
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = i < mb ? ToCompute(col[int64_t(i) * rs]) : T(0);
+      for (size_t i = 0; i < mb; ++i) {
+        const S* row = src + int64_t(i) * rs;
+        for (size_t p = 0; p < kc; ++p) {
+          dst[i * kc + p] = ToCompute(row[int64_t(p) * cs]);
         }
       }
     }
-    dst += kMR * kc;
+    std::fill(dst + mb * kc, dst + kMR * kc, T(0));
   }
 }
 
@@ -152,33 +147,41 @@ void PackB(D d, const S* b, int64_t rs, int64_t cs, size_t kc, size_t nc,
            T* HWY_RESTRICT dst) {
   const size_t lanes = hn::Lanes(d);
   const size_t nr = TileCols(d);
-  for (size_t j0 = 0; j0 < nc; j0 += nr) {
-    const size_t nb = std::min(nr, nc - j0);
-    const S* src = b + int64_t(j0) * cs;
-    if (nb == nr && cs == 1) {
-      for (size_t p = 0; p < kc; ++p) {
-        const S* row = src + int64_t(p) * rs;
+  const size_t stride = PanelStride(d, kc);
+  const size_t full = cs == 1 ? nc / nr * nr : 0;
+  if (full > 0) {
+    // Row-major B: walk each row once, front to back, so the reads stream
+    // (panel by panel they would jump a whole row per step).
+    for (size_t p = 0; p < kc; ++p) {
+      const S* row = b + int64_t(p) * rs;
+      T* out = dst + p * nr;
+      for (size_t j0 = 0; j0 < full; j0 += nr, out += stride) {
         for (size_t v = 0; v < kNV; ++v) {
-          hn::Store(LoadAs(d, row + v * lanes), d, dst + p * nr + v * lanes);
+          hn::Store(LoadAs(d, row + j0 + v * lanes), d, out + v * lanes);
         }
       }
-    } else if (rs == 1) {
+    }
+  }
+  for (size_t j0 = full; j0 < nc; j0 += nr) {
+    const size_t nb = std::min(nr, nc - j0);
+    const S* src = b + int64_t(j0) * cs;
+    T* out = dst + j0 / nr * stride;
+    if (rs == 1) {
       // Transposed B: each column is contiguous, so read along it.
       for (size_t j = 0; j < nr; ++j) {
         const S* col = src + int64_t(j) * cs;
         for (size_t p = 0; p < kc; ++p) {
-          dst[p * nr + j] = j < nb ? ToCompute(col[p]) : T(0);
+          out[p * nr + j] = j < nb ? ToCompute(col[p]) : T(0);
         }
       }
     } else {
       for (size_t p = 0; p < kc; ++p) {
         const S* row = src + int64_t(p) * rs;
         for (size_t j = 0; j < nr; ++j) {
-          dst[p * nr + j] = j < nb ? ToCompute(row[int64_t(j) * cs]) : T(0);
+          out[p * nr + j] = j < nb ? ToCompute(row[int64_t(j) * cs]) : T(0);
         }
       }
     }
-    dst += nr * kc;
   }
 }
 
@@ -194,7 +197,7 @@ HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
   hn::StoreU(x1, d, row + lanes);
 }
 
-// C[kMR, NR] (+)= packed A panel (kc x kMR) * packed B panel (kc x NR). Named
+// C[kMR, NR] (+)= packed A panel (kMR x kc) * packed B panel (kc x NR). Named
 // accumulators rather than an array keep the tile in registers on every
 // compiler and work with sizeless (SVE, RVV) vector types.
 template <class D, class T = hn::TFromD<D>>
@@ -204,33 +207,50 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
   static_assert(kMR == 6 && kNV == 2, "the kernel body is written for 6x2");
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
+  // C is read at the end; fetching its lines now hides the miss behind
+  // the k loop (C is touched once per KC slice, so it is rarely cached).
+  for (size_t r = 0; r < kMR; ++r) {
+    hwy::Prefetch(c + r * ldc);
+    hwy::Prefetch(c + r * ldc + 2 * lanes - 1);
+  }
   V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d),
     c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d),
     c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  const T* HWY_RESTRICT a0 = pa;
+  const T* HWY_RESTRICT a1 = pa + kc;
+  const T* HWY_RESTRICT a2 = pa + 2 * kc;
+  const T* HWY_RESTRICT a3 = pa + 3 * kc;
+  const T* HWY_RESTRICT a4 = pa + 4 * kc;
+  const T* HWY_RESTRICT a5 = pa + 5 * kc;
+  // One step of k: two B vectors, six broadcast A values, twelve FMAs.
+#define NASCENT_GEMM_STEP(u)                              \
+  do {                                                    \
+    const V b0 = hn::Load(d, pb + (u)*2 * lanes);         \
+    const V b1 = hn::Load(d, pb + (u)*2 * lanes + lanes); \
+    V a = hn::Set(d, a0[p + (u)]);                        \
+    c00 = hn::MulAdd(a, b0, c00);                         \
+    c01 = hn::MulAdd(a, b1, c01);                         \
+    a = hn::Set(d, a1[p + (u)]);                          \
+    c10 = hn::MulAdd(a, b0, c10);                         \
+    c11 = hn::MulAdd(a, b1, c11);                         \
+    a = hn::Set(d, a2[p + (u)]);                          \
+    c20 = hn::MulAdd(a, b0, c20);                         \
+    c21 = hn::MulAdd(a, b1, c21);                         \
+    a = hn::Set(d, a3[p + (u)]);                          \
+    c30 = hn::MulAdd(a, b0, c30);                         \
+    c31 = hn::MulAdd(a, b1, c31);                         \
+    a = hn::Set(d, a4[p + (u)]);                          \
+    c40 = hn::MulAdd(a, b0, c40);                         \
+    c41 = hn::MulAdd(a, b1, c41);                         \
+    a = hn::Set(d, a5[p + (u)]);                          \
+    c50 = hn::MulAdd(a, b0, c50);                         \
+    c51 = hn::MulAdd(a, b1, c51);                         \
+  } while (0)
   for (size_t p = 0; p < kc; ++p) {
-    const V b0 = hn::Load(d, pb);
-    const V b1 = hn::Load(d, pb + lanes);
-    V a = hn::Set(d, pa[0]);
-    c00 = hn::MulAdd(a, b0, c00);
-    c01 = hn::MulAdd(a, b1, c01);
-    a = hn::Set(d, pa[1]);
-    c10 = hn::MulAdd(a, b0, c10);
-    c11 = hn::MulAdd(a, b1, c11);
-    a = hn::Set(d, pa[2]);
-    c20 = hn::MulAdd(a, b0, c20);
-    c21 = hn::MulAdd(a, b1, c21);
-    a = hn::Set(d, pa[3]);
-    c30 = hn::MulAdd(a, b0, c30);
-    c31 = hn::MulAdd(a, b1, c31);
-    a = hn::Set(d, pa[4]);
-    c40 = hn::MulAdd(a, b0, c40);
-    c41 = hn::MulAdd(a, b1, c41);
-    a = hn::Set(d, pa[5]);
-    c50 = hn::MulAdd(a, b0, c50);
-    c51 = hn::MulAdd(a, b1, c51);
-    pa += kMR;
+    NASCENT_GEMM_STEP(0);
     pb += 2 * lanes;
   }
+#undef NASCENT_GEMM_STEP
   StoreRow(d, c00, c01, c, accumulate);
   StoreRow(d, c10, c11, c + ldc, accumulate);
   StoreRow(d, c20, c21, c + 2 * ldc, accumulate);
@@ -246,10 +266,22 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
                  T* c, size_t ldc, bool accumulate) {
   const size_t nr = TileCols(d);
   HWY_ALIGN T tile[kMR * kNV * hn::MaxLanes(d)];
+  const size_t stride = PanelStride(d, kc);
+  // While one B panel is in use, the next is fetched a slice per tile, so
+  // that it is in L1 when its turn comes (it would otherwise come from L3
+  // or memory, one miss at a time, in the first tile of each panel).
+  const size_t line = 64 / sizeof(T);
+  const size_t tiles = (mc + kMR - 1) / kMR;
+  const size_t slice = (kc * nr / line + tiles - 1) / tiles * line;
   for (size_t jr = 0; jr < nc; jr += nr) {
     const size_t nb = std::min(nr, nc - jr);
-    const T* bpanel = bp + jr * kc;
-    for (size_t ir = 0; ir < mc; ir += kMR) {
+    const T* bpanel = bp + jr / nr * stride;
+    const T* bnext = jr + nr < nc ? bpanel + stride : bpanel;
+    for (size_t ir = 0, t = 0; ir < mc; ir += kMR, ++t) {
+      for (size_t o = t * slice; o < (t + 1) * slice && o < kc * nr;
+           o += line) {
+        hwy::Prefetch(bnext + o);
+      }
       const size_t mb = std::min(kMR, mc - ir);
       const T* apanel = ap + ir * kc;
       T* ct = c + ir * ldc + jr;
@@ -289,7 +321,8 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
   T* ap = static_cast<T*>(gemm_scratch(
       GemmBuffer::packed_a, RoundUp(mc_max, kMR) * kc_max * sizeof(T)));
   T* bp = static_cast<T*>(gemm_scratch(
-      GemmBuffer::packed_b, RoundUp(nc_max, nr) * kc_max * sizeof(T)));
+      GemmBuffer::packed_b,
+      RoundUp(nc_max, nr) / nr * PanelStride(d, kc_max) * sizeof(T)));
   for (size_t jc = 0; jc < n; jc += nc_max) {
     const size_t nc = std::min(nc_max, n - jc);
     for (size_t pc = 0; pc < k; pc += kc_max) {

@@ -10,7 +10,7 @@ namespace nascent::cpu {
 
 // Per-thread scratch, 64-byte aligned, reused across calls so that packing
 // buffers cost no allocation (and no page faults) after the first call.
-enum class GemmBuffer { packed_a, packed_b, staging };
+enum class GemmBuffer { packed_a, packed_b };
 void* gemm_scratch(GemmBuffer which, size_t bytes);
 
 // One thread's share: the blocked GEMM on the best SIMD target of this CPU.
