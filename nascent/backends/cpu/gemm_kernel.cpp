@@ -3,10 +3,12 @@
 //
 // GotoBLAS/BLIS structure: B is packed a KC x NC block at a time into
 // column panels NR wide (the block lives in L3, one panel in L1), A an
-// MC x KC block at a time into row panels MR tall (the block lives in L2),
+// MC x KC block at a time into panels of MR rows (the block lives in L2),
 // and a micro-kernel keeps an MR x NR tile of C in registers while it walks
 // k. Packing reads any strides, converts f16/bf16 to f32, and pads the
 // edges with zeros, so the micro-kernel sees one dense layout.
+//
+// bench/NOTES.md (gemm) has the measurements behind the choices here.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -15,7 +17,6 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "nascent/backends/cpu/gemm_kernel.h"
@@ -38,14 +39,9 @@ constexpr size_t kNV = 2;
 // panel of B (16 KiB) and a kMR x KC panel of A (6 KiB) stay in L1 (48 KiB
 // on Zen 5), an MC x KC block of A (~256 KiB) in L2 (1 MiB) and a KC x NC
 // block of B (~4 MiB) in L3.
-// TUNING (temporary): env overrides.
-inline size_t EnvOr(const char* name, size_t def) {
-  const char* v = std::getenv(name);
-  return v ? size_t(std::atoll(v)) : def;
-}
-static const size_t kKC = EnvOr("GEMM_KC", 256);
-static const size_t kBlockABytes = EnvOr("GEMM_A", 256 * 1024);
-static const size_t kBlockBBytes = EnvOr("GEMM_B", 4 * 1024 * 1024);
+constexpr size_t kKC = 256;
+constexpr size_t kBlockABytes = 256 * 1024;
+constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
 
 template <class D>
 size_t TileCols(D d) {

@@ -136,7 +136,9 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return t_in_worker ? 1 : pool().size(); }
+int num_threads() {
+  return t_in_worker ? 1 : pool().size();
+}
 
 void set_num_threads(int n) {
   if (n < 1) {
