@@ -69,7 +69,8 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
     serial(g, a, b, c);
     return;
   }
-  auto [rows, cols] = thread_grid(threads, g.m, g.n, tile);
+  const std::pair<int, int> grid = thread_grid(threads, g.m, g.n, tile);
+  const int rows = grid.first, cols = grid.second;
   if (rows * cols <= 1) {
     serial(g, a, b, c);
     return;

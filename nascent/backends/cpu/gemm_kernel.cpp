@@ -342,10 +342,33 @@ void GemmSerialF32(const GemmArgs& g, const float* a, const float* b,
                    float* c) {
   GemmSerial(g, a, b, c);
 }
+#if HWY_HAVE_FLOAT64
 void GemmSerialF64(const GemmArgs& g, const double* a, const double* b,
                    double* c) {
   GemmSerial(g, a, b, c);
 }
+GemmTile GemmTileF64() {
+  return {kMR, TileCols(hn::ScalableTag<double>())};
+}
+#else
+// No f64 vectors on this target (WASM SIMD128 in Highway 1.0.3): a plain
+// loop nest, rows of C updated from rows of B.
+void GemmSerialF64(const GemmArgs& g, const double* a, const double* b,
+                   double* c) {
+  for (int64_t i = 0; i < g.m; ++i) {
+    double* row = c + i * g.ldc;
+    if (!g.accumulate) std::fill_n(row, g.n, 0.0);
+    for (int64_t p = 0; p < g.k; ++p) {
+      const double av = a[i * g.rsa + p * g.csa];
+      const double* brow = b + p * g.rsb;
+      for (int64_t j = 0; j < g.n; ++j) row[j] += av * brow[j * g.csb];
+    }
+  }
+}
+GemmTile GemmTileF64() {
+  return {1, 1};
+}
+#endif
 void GemmSerialF16(const GemmArgs& g, const float16* a, const float16* b,
                    float* c) {
   GemmSerial(g, a, b, c);
@@ -356,9 +379,6 @@ void GemmSerialBF16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
 }
 GemmTile GemmTileF32() {
   return {kMR, TileCols(hn::ScalableTag<float>())};
-}
-GemmTile GemmTileF64() {
-  return {kMR, TileCols(hn::ScalableTag<double>())};
 }
 
 }  // namespace HWY_NAMESPACE
