@@ -104,24 +104,36 @@ void ConvertRun(D d, const S* src, size_t n, T* dst) {
   for (; i < n; ++i) dst[i] = ToCompute(src[i]);
 }
 
-// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows, each
-// row kc contiguous values, so a row-major A packs with plain copies (the
-// micro-kernel broadcasts from six row streams). Rows past mc are zero.
+// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows, in
+// whichever of two layouts makes it a copy: row by row (each row kc
+// contiguous values) when A's rows are contiguous, else column by column
+// (for each p, the kMR values of that column), which suits a transposed A.
+// Rows past mc are zero.
 template <class D, class S, class T = hn::TFromD<D>>
 void PackA(D d, const S* a, int64_t rs, int64_t cs, size_t mc, size_t kc,
-           T* HWY_RESTRICT dst) {
+           bool by_columns, T* HWY_RESTRICT dst) {
+  if (by_columns) {
+    // Walk A's columns (contiguous when A is transposed) front to back,
+    // handing each panel its kMR values: the reads stream.
+    for (size_t p = 0; p < kc; ++p) {
+      const S* col = a + int64_t(p) * cs;
+      T* out = dst + p * kMR;
+      for (size_t i0 = 0; i0 < mc; i0 += kMR, out += kMR * kc) {
+        const size_t mb = std::min(kMR, mc - i0);
+        for (size_t i = 0; i < mb; ++i) {
+          out[i] = ToCompute(col[int64_t(i0 + i) * rs]);
+        }
+        for (size_t i = mb; i < kMR; ++i) out[i] = T(0);
+      }
+    }
+    return;
+  }
   for (size_t i0 = 0; i0 < mc; i0 += kMR, dst += kMR * kc) {
     const size_t mb = std::min(kMR, mc - i0);
     const S* src = a + int64_t(i0) * rs;
     if (cs == 1) {
       for (size_t i = 0; i < mb; ++i) {
         ConvertRun(d, src + int64_t(i) * rs, kc, dst + i * kc);
-      }
-    } else if (rs == 1) {
-      // Transposed A: the kMR values of one column are contiguous.
-      for (size_t p = 0; p < kc; ++p) {
-        const S* col = src + int64_t(p) * cs;
-        for (size_t i = 0; i < mb; ++i) dst[i * kc + p] = ToCompute(col[i]);
       }
     } else {
       for (size_t i = 0; i < mb; ++i) {
@@ -134,6 +146,73 @@ void PackA(D d, const S* a, int64_t rs, int64_t cs, size_t mc, size_t kc,
     std::fill(dst + mb * kc, dst + kMR * kc, T(0));
   }
 }
+
+// Transposes an L x L block of f32, L = Lanes(d) = 4 or 8: row j of the
+// block is L consecutive values at src + j * cs, and row q of the result
+// is stored at out + q * nr. Interleaves within 128-bit blocks, then (for
+// 8 lanes) swaps block halves: the usual unpack/shuffle transpose.
+#if HWY_TARGET == HWY_SCALAR
+template <class D>
+constexpr bool CanTranspose(D) {
+  return false;  // One lane: nothing to interleave.
+}
+template <class D, class S>
+void TransposeBlock(D, const S*, int64_t, float*, size_t) {}
+#else
+template <class D>
+constexpr bool CanTranspose(D d) {
+  return std::is_same_v<hn::TFromD<D>, float> &&
+         (hn::MaxLanes(d) == 4 || hn::MaxLanes(d) == 8);
+}
+
+template <class D, class S>
+HWY_INLINE void TransposeBlock(D d, const S* src, int64_t cs, float* out,
+                               size_t nr) {
+  using V = hn::Vec<D>;
+  const hn::Repartition<uint64_t, D> du;
+  auto lo64 = [&](V a, V b) {
+    return hn::BitCast(
+        d, hn::InterleaveLower(du, hn::BitCast(du, a), hn::BitCast(du, b)));
+  };
+  auto hi64 = [&](V a, V b) {
+    return hn::BitCast(
+        d, hn::InterleaveUpper(du, hn::BitCast(du, a), hn::BitCast(du, b)));
+  };
+  const V r0 = LoadAs(d, src), r1 = LoadAs(d, src + cs);
+  const V r2 = LoadAs(d, src + 2 * cs), r3 = LoadAs(d, src + 3 * cs);
+  // Pairs of rows interleaved: (a0 b0 a1 b1), (a2 b2 a3 b3) per block.
+  const V t0 = hn::InterleaveLower(d, r0, r1),
+          t1 = hn::InterleaveUpper(d, r0, r1);
+  const V t2 = hn::InterleaveLower(d, r2, r3),
+          t3 = hn::InterleaveUpper(d, r2, r3);
+  if constexpr (hn::MaxLanes(d) == 4) {
+    hn::StoreU(lo64(t0, t2), d, out);
+    hn::StoreU(hi64(t0, t2), d, out + nr);
+    hn::StoreU(lo64(t1, t3), d, out + 2 * nr);
+    hn::StoreU(hi64(t1, t3), d, out + 3 * nr);
+  } else {
+    const V r4 = LoadAs(d, src + 4 * cs), r5 = LoadAs(d, src + 5 * cs);
+    const V r6 = LoadAs(d, src + 6 * cs), r7 = LoadAs(d, src + 7 * cs);
+    const V t4 = hn::InterleaveLower(d, r4, r5),
+            t5 = hn::InterleaveUpper(d, r4, r5);
+    const V t6 = hn::InterleaveLower(d, r6, r7),
+            t7 = hn::InterleaveUpper(d, r6, r7);
+    // Columns q and q + 4 of rows 0-3 (u0..u3) and of rows 4-7 (u4..u7).
+    const V u0 = lo64(t0, t2), u1 = hi64(t0, t2);
+    const V u2 = lo64(t1, t3), u3 = hi64(t1, t3);
+    const V u4 = lo64(t4, t6), u5 = hi64(t4, t6);
+    const V u6 = lo64(t5, t7), u7 = hi64(t5, t7);
+    hn::StoreU(hn::ConcatLowerLower(d, u4, u0), d, out);
+    hn::StoreU(hn::ConcatLowerLower(d, u5, u1), d, out + nr);
+    hn::StoreU(hn::ConcatLowerLower(d, u6, u2), d, out + 2 * nr);
+    hn::StoreU(hn::ConcatLowerLower(d, u7, u3), d, out + 3 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u4, u0), d, out + 4 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u5, u1), d, out + 5 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u6, u2), d, out + 6 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u7, u3), d, out + 7 * nr);
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
 
 // Packs rows [0, kc) by columns [0, nc) of B into panels NR columns wide:
 // panel r holds, for each p, the NR values B[p, r*NR .. r*NR+NR-1].
@@ -163,11 +242,22 @@ void PackB(D d, const S* b, int64_t rs, int64_t cs, size_t kc, size_t nc,
     const S* src = b + int64_t(j0) * cs;
     T* out = dst + j0 / nr * stride;
     if (rs == 1) {
-      // Transposed B: each column is contiguous, so read along it.
-      for (size_t j = 0; j < nr; ++j) {
-        const S* col = src + int64_t(j) * cs;
-        for (size_t p = 0; p < kc; ++p) {
-          out[p * nr + j] = j < nb ? ToCompute(col[p]) : T(0);
+      // Transposed B (x @ W^T): each column is contiguous; full panels go
+      // through lanes x lanes transposes, the rest element by element.
+      size_t p = 0;
+      if constexpr (CanTranspose(hn::ScalableTag<T>())) {
+        if (nb == nr && lanes == hn::MaxLanes(d)) {
+          for (; p + lanes <= kc; p += lanes) {
+            for (size_t v = 0; v < kNV; ++v) {
+              TransposeBlock(d, src + int64_t(v * lanes) * cs + int64_t(p), cs,
+                             out + p * nr + v * lanes, nr);
+            }
+          }
+        }
+      }
+      for (; p < kc; ++p) {
+        for (size_t j = 0; j < nr; ++j) {
+          out[p * nr + j] = j < nb ? ToCompute(src[int64_t(j) * cs + p]) : T(0);
         }
       }
     } else {
@@ -193,10 +283,10 @@ HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
   hn::StoreU(x1, d, row + lanes);
 }
 
-// C[kMR, NR] (+)= packed A panel (kMR x kc) * packed B panel (kc x NR). Named
-// accumulators rather than an array keep the tile in registers on every
-// compiler and work with sizeless (SVE, RVV) vector types.
-template <class D, class T = hn::TFromD<D>>
+// C[kMR, NR] (+)= packed A panel (kMR x kc, by rows or by columns) * packed
+// B panel (kc x NR). Named accumulators rather than an array keep the tile
+// in registers on every compiler and work with sizeless (SVE, RVV) vectors.
+template <bool kByColumns, class D, class T = hn::TFromD<D>>
 HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
                             const T* HWY_RESTRICT pb, T* HWY_RESTRICT c,
                             size_t ldc, bool accumulate) {
@@ -212,33 +302,36 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
   V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d),
     c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d),
     c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  // Element (i, p) of the A panel is at i * row + p * step.
+  const size_t row = kByColumns ? 1 : kc;
+  const size_t step = kByColumns ? kMR : 1;
   const T* HWY_RESTRICT a0 = pa;
-  const T* HWY_RESTRICT a1 = pa + kc;
-  const T* HWY_RESTRICT a2 = pa + 2 * kc;
-  const T* HWY_RESTRICT a3 = pa + 3 * kc;
-  const T* HWY_RESTRICT a4 = pa + 4 * kc;
-  const T* HWY_RESTRICT a5 = pa + 5 * kc;
+  const T* HWY_RESTRICT a1 = pa + row;
+  const T* HWY_RESTRICT a2 = pa + 2 * row;
+  const T* HWY_RESTRICT a3 = pa + 3 * row;
+  const T* HWY_RESTRICT a4 = pa + 4 * row;
+  const T* HWY_RESTRICT a5 = pa + 5 * row;
   // One step of k: two B vectors, six broadcast A values, twelve FMAs.
 #define NASCENT_GEMM_STEP(u)                              \
   do {                                                    \
     const V b0 = hn::Load(d, pb + (u)*2 * lanes);         \
     const V b1 = hn::Load(d, pb + (u)*2 * lanes + lanes); \
-    V a = hn::Set(d, a0[p + (u)]);                        \
+    V a = hn::Set(d, a0[(p + (u)) * step]);               \
     c00 = hn::MulAdd(a, b0, c00);                         \
     c01 = hn::MulAdd(a, b1, c01);                         \
-    a = hn::Set(d, a1[p + (u)]);                          \
+    a = hn::Set(d, a1[(p + (u)) * step]);                 \
     c10 = hn::MulAdd(a, b0, c10);                         \
     c11 = hn::MulAdd(a, b1, c11);                         \
-    a = hn::Set(d, a2[p + (u)]);                          \
+    a = hn::Set(d, a2[(p + (u)) * step]);                 \
     c20 = hn::MulAdd(a, b0, c20);                         \
     c21 = hn::MulAdd(a, b1, c21);                         \
-    a = hn::Set(d, a3[p + (u)]);                          \
+    a = hn::Set(d, a3[(p + (u)) * step]);                 \
     c30 = hn::MulAdd(a, b0, c30);                         \
     c31 = hn::MulAdd(a, b1, c31);                         \
-    a = hn::Set(d, a4[p + (u)]);                          \
+    a = hn::Set(d, a4[(p + (u)) * step]);                 \
     c40 = hn::MulAdd(a, b0, c40);                         \
     c41 = hn::MulAdd(a, b1, c41);                         \
-    a = hn::Set(d, a5[p + (u)]);                          \
+    a = hn::Set(d, a5[(p + (u)) * step]);                 \
     c50 = hn::MulAdd(a, b0, c50);                         \
     c51 = hn::MulAdd(a, b1, c51);                         \
   } while (0)
@@ -257,7 +350,7 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
 
 // C[mc, nc] (+)= packed A block * packed B block, tile by tile. Edge tiles
 // go through a local tile so the kernel never writes outside C.
-template <class D, class T = hn::TFromD<D>>
+template <bool kByColumns, class D, class T = hn::TFromD<D>>
 void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
                  T* c, size_t ldc, bool accumulate) {
   const size_t nr = TileCols(d);
@@ -282,10 +375,10 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
       const T* apanel = ap + ir * kc;
       T* ct = c + ir * ldc + jr;
       if (mb == kMR && nb == nr) {
-        MicroKernel(d, kc, apanel, bpanel, ct, ldc, accumulate);
+        MicroKernel<kByColumns>(d, kc, apanel, bpanel, ct, ldc, accumulate);
         continue;
       }
-      MicroKernel(d, kc, apanel, bpanel, tile, nr, false);
+      MicroKernel<kByColumns>(d, kc, apanel, bpanel, tile, nr, false);
       for (size_t i = 0; i < mb; ++i) {
         for (size_t j = 0; j < nb; ++j) {
           const T v = tile[i * nr + j];
@@ -309,6 +402,8 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
     return;
   }
   const size_t nr = TileCols(d);
+  // A transposed (columns contiguous) packs by columns, anything else by rows.
+  const bool by_columns = g.rsa == 1 && g.csa != 1;
   const size_t kc_max = EvenBlock(k, kKC, 1);
   const size_t mc_max = EvenBlock(
       m, std::max(kMR, kBlockABytes / (kc_max * sizeof(T)) / kMR * kMR), kMR);
@@ -329,8 +424,14 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
       for (size_t ic = 0; ic < m; ic += mc_max) {
         const size_t mc = std::min(mc_max, m - ic);
         PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa,
-              mc, kc, ap);
-        MacroKernel(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, accumulate);
+              mc, kc, by_columns, ap);
+        if (by_columns) {
+          MacroKernel<true>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                            accumulate);
+        } else {
+          MacroKernel<false>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                             accumulate);
+        }
       }
     }
   }
