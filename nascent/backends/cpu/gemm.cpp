@@ -1,5 +1,6 @@
 // GEMM entry points: split C into one block per thread and run the packed
-// single-thread GEMM (gemm_kernel.cpp) on each.
+// single-thread GEMM (gemm_kernel.cpp) on each; m == 1 or n == 1 goes to the
+// matrix-vector kernels (gemv_kernel.cpp) instead, split over the output.
 //
 // Blocks are independent (each thread packs its own panels), so no barrier
 // is needed; the price is that A is packed once per column block and B once
@@ -60,9 +61,37 @@ int64_t split_point(int64_t total, int parts, int i, int64_t align) {
   return std::min(total, tiles * i / parts * align);
 }
 
-template <class S, class T, class Serial>
+// m == 1 or n == 1 as a matrix-vector product, split over the output.
+template <class S, class T, class Gemv>
+void gemv_parallel(const GemmArgs& g, const S* a, const S* b, T* c, Gemv gemv) {
+  GemvArgs v;
+  const S* mat;
+  const S* x;
+  v.k = g.k;
+  v.accumulate = g.accumulate;
+  if (g.m == 1) {  // c[0, j] = sum_p a[0, p] b[p, j]: M = B^T.
+    mat = b, x = a;
+    v.len = g.n, v.si = g.csb, v.sp = g.rsb, v.sx = g.csa, v.sy = 1;
+  } else {  // c[i, 0] = sum_p a[i, p] b[p, 0]: M = A.
+    mat = a, x = b;
+    v.len = g.m, v.si = g.rsa, v.sp = g.csa, v.sx = g.rsb, v.sy = g.ldc;
+  }
+  // Chunks of at least ~64K multiply-adds.
+  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / g.k);
+  parallel_for(v.len, grain, [&](int64_t i0, int64_t i1) {
+    GemvArgs part = v;
+    part.len = i1 - i0;
+    gemv(part, mat + i0 * v.si, x, c + i0 * v.sy);
+  });
+}
+
+template <class S, class T, class Serial, class Gemv>
 void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
-                   GemmTile tile, Serial serial) {
+                   GemmTile tile, Serial serial, Gemv gemv) {
+  if ((g.m == 1 || g.n == 1) && g.k > 0) {
+    gemv_parallel(g, a, b, c, gemv);
+    return;
+  }
   const int threads = num_threads();
   const double macs = double(g.m) * double(g.n) * double(g.k);
   if (threads <= 1 || macs < kParallelMacs) {
@@ -92,7 +121,7 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
 }  // namespace
 
 void* gemm_scratch(GemmBuffer which, size_t bytes) {
-  thread_local std::array<Scratch, 2> buffers;
+  thread_local std::array<Scratch, 3> buffers;
   Scratch& s = buffers[size_t(which)];
   if (s.size < bytes) {
     s.ptr.reset();
@@ -104,20 +133,20 @@ void* gemm_scratch(GemmBuffer which, size_t bytes) {
 }
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32, gemv_f32);
 }
 
 void gemm_f64(const GemmArgs& g, const double* a, const double* b, double* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f64(), gemm_serial_f64);
+  gemm_parallel(g, a, b, c, gemm_tile_f64(), gemm_serial_f64, gemv_f64);
 }
 
 void gemm_f16(const GemmArgs& g, const float16* a, const float16* b, float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f16);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f16, gemv_f16);
 }
 
 void gemm_bf16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
                float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_bf16);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_bf16, gemv_bf16);
 }
 
 }  // namespace nascent::cpu

@@ -20,6 +20,8 @@
 #include <cstring>
 
 #include "nascent/backends/cpu/gemm_kernel.h"
+// Per-target helpers; must come after highway.h.
+#include "nascent/backends/cpu/gemm_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -64,44 +66,6 @@ size_t RoundUp(size_t x, size_t m) {
 size_t EvenBlock(size_t total, size_t max, size_t multiple) {
   size_t pieces = (total + max - 1) / max;
   return std::min(max, RoundUp((total + pieces - 1) / pieces, multiple));
-}
-
-// Scalar and vector reads of a source element type as the compute type.
-template <class T>
-T ToCompute(T v) {
-  return v;
-}
-float ToCompute(float16 v) {
-  return to_float(v);
-}
-float ToCompute(bfloat16 v) {
-  return to_float(v);
-}
-
-template <class D>
-hn::Vec<D> LoadAs(D d, const hn::TFromD<D>* p) {
-  return hn::LoadU(d, p);
-}
-template <class D>
-hn::Vec<D> LoadAs(D d, const float16* p) {
-  const hn::Rebind<hwy::float16_t, D> dh;
-  return hn::PromoteTo(
-      d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
-}
-template <class D>
-hn::Vec<D> LoadAs(D d, const bfloat16* p) {
-  const hn::Rebind<hwy::bfloat16_t, D> db;
-  return hn::PromoteTo(
-      d, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
-}
-
-// Converts n elements of a contiguous run to the compute type.
-template <class D, class S, class T = hn::TFromD<D>>
-void ConvertRun(D d, const S* src, size_t n, T* dst) {
-  const size_t lanes = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadAs(d, src + i), d, dst + i);
-  for (; i < n; ++i) dst[i] = ToCompute(src[i]);
 }
 
 // Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows, in

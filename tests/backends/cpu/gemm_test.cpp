@@ -213,6 +213,33 @@ TEST_P(GemmThreads, OtherPrecisions) {
   }
 }
 
+// m == 1 or n == 1 take the matrix-vector kernels: dot products when the
+// matrix's rows are contiguous, scaled-column sums when its columns are,
+// and a plain loop otherwise; every operand form reaches one of them.
+TEST_P(GemmThreads, MatrixVector) {
+  for (Form fa : kForms) {
+    for (Form fb : kForms) {
+      check_f32(1, 37, 300, fa, fb, false, 11);
+      check_f32(41, 1, 300, fa, fb, true, 12);
+      check_f32(1, 1, 77, fa, fb, false, 13);
+    }
+  }
+  // Past one 4096-element block of the output, and split over threads.
+  check_f32(1, 4500, 9, Form::row_major, Form::row_major, true, 14);
+  check_f32(4500, 1, 9, Form::col_major, Form::row_major, false, 15);
+  check_f32(1, 700, 500, Form::row_major, Form::col_major, false, 16);
+  for (bool acc : {false, true}) {
+    check<double, double>(gemm_f64, 1, 45, 130, Form::row_major,
+                          Form::row_major, acc, 17);
+    check<double, double>(gemm_f64, 45, 1, 130, Form::row_major,
+                          Form::row_major, acc, 18);
+    check<float16, float>(gemm_f16, 1, 45, 130, Form::row_major,
+                          Form::col_major, acc, 19);
+    check<bfloat16, float>(gemm_bf16, 45, 1, 130, Form::col_major, Form::padded,
+                           acc, 20);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, GemmThreads, ::testing::Values(1, 2, 3));
 
 // The same products on each SIMD target this CPU can run (AVX2, SSE4, the
@@ -234,6 +261,10 @@ TEST(Gemm, EverySupportedTarget) {
                           Form::row_major, false, 2);
     check<bfloat16, float>(gemm_bf16, 13, 37, 30, Form::row_major,
                            Form::row_major, false, 2);
+    check_f32(1, 37, 300, Form::row_major, Form::row_major, false, 3);
+    check_f32(1, 37, 300, Form::row_major, Form::col_major, true, 4);
+    check<double, double>(gemm_f64, 45, 1, 130, Form::row_major,
+                          Form::row_major, false, 5);
   }
 #if (HWY_TARGETS & (HWY_TARGETS - 1)) != 0
   hwy::SetSupportedTargetsForTest(0);
