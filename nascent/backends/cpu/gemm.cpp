@@ -1,8 +1,9 @@
-// GEMM entry points: split C into one block per thread and run the packed
-// single-thread GEMM (gemm_kernel.cpp) on each; m == 1 or n == 1 goes to the
-// matrix-vector kernels (gemv_kernel.cpp) instead, split over the output.
+// GEMM entry points: split C into blocks (one per thread, four per thread
+// for big products) and run the packed single-thread GEMM (gemm_kernel.cpp)
+// on each; m == 1 or n == 1 goes to the matrix-vector kernels
+// (gemv_kernel.cpp) instead, split over the output.
 //
-// Blocks are independent (each thread packs its own panels), so no barrier
+// Blocks are independent (each task packs its own panels), so no barrier
 // is needed; the price is that A is packed once per column block and B once
 // per row block, which is O(mk + kn) against O(mnk) of arithmetic.
 #include <algorithm>
@@ -30,28 +31,34 @@ struct Scratch {
 // Below this many multiply-adds a second thread costs more to wake than it
 // saves (about 30 us of single-thread work).
 constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
+// From this many multiply-adds (~1.5 ms per thread) C is cut into 4 blocks
+// per thread: a thread slowed by other processes then leaves its unstarted
+// blocks to the others, at the price of some repeated packing (1-2% here).
+constexpr double kFineMacs = 512.0 * 512.0 * 512.0;
 
-// Splits m x n over `threads` as a grid rows x cols whose blocks are as
-// square as the thread count allows, so that packing is least duplicated.
-std::pair<int, int> thread_grid(int threads, int64_t m, int64_t n,
-                                GemmTile tile) {
-  // Never more blocks along an axis than whole tiles on it.
-  int64_t max_rows = std::max<int64_t>(1, m / int64_t(tile.mr));
-  int64_t max_cols = std::max<int64_t>(1, n / int64_t(tile.nr));
-  std::pair<int, int> best{1, 1};
-  double best_cost = 1e300;
-  for (int rows = 1; rows <= threads; ++rows) {
-    if (threads % rows != 0) continue;
-    int cols = threads / rows;
-    if (rows > max_rows || cols > max_cols) continue;
-    // Perimeter of a block: the data each thread packs.
-    double cost = double(m) / rows + double(n) / cols;
-    if (cost < best_cost) {
-      best_cost = cost;
-      best = {rows, cols};
+// Splits m x n into a grid rows x cols of at most `tasks` blocks (the most
+// that fit whole tiles), blocks as square as the count allows so that
+// packing is least duplicated.
+std::pair<int, int> task_grid(int tasks, int64_t m, int64_t n, GemmTile tile) {
+  const int64_t max_rows = std::max<int64_t>(1, m / int64_t(tile.mr));
+  const int64_t max_cols = std::max<int64_t>(1, n / int64_t(tile.nr));
+  for (int count = tasks; count > 1; --count) {
+    std::pair<int, int> best{1, 1};
+    double best_cost = 1e300;
+    for (int rows = 1; rows <= count; ++rows) {
+      if (count % rows != 0) continue;
+      const int cols = count / rows;
+      if (rows > max_rows || cols > max_cols) continue;
+      // Perimeter of a block: the data each task packs.
+      const double cost = double(m) / rows + double(n) / cols;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = {rows, cols};
+      }
     }
+    if (best.first * best.second > 1) return best;
   }
-  return best;
+  return {1, 1};
 }
 
 // Start of piece `i` of `parts` over [0, total), on multiples of `align`.
@@ -98,7 +105,8 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
     serial(g, a, b, c);
     return;
   }
-  const std::pair<int, int> grid = thread_grid(threads, g.m, g.n, tile);
+  const int tasks = macs >= kFineMacs ? 4 * threads : threads;
+  const std::pair<int, int> grid = task_grid(tasks, g.m, g.n, tile);
   const int rows = grid.first, cols = grid.second;
   if (rows * cols <= 1) {
     serial(g, a, b, c);
