@@ -17,7 +17,7 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstring>
+#include <type_traits>
 
 #include "nascent/backends/cpu/gemm_kernel.h"
 // Per-target helpers; must come after highway.h.
@@ -37,10 +37,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr size_t kMR = 6;
 constexpr size_t kNV = 2;
 
-// Cache blocking, in bytes so that f64 gets the same footprint: a KC x NR
-// panel of B (16 KiB) and a kMR x KC panel of A (6 KiB) stay in L1 (48 KiB
-// on Zen 5), an MC x KC block of A (~256 KiB) in L2 (1 MiB) and a KC x NC
-// block of B (~4 MiB) in L3.
+// Cache blocking for Zen 5 (48 KiB L1d, 1 MiB L2 per core, 32 MiB L3): a
+// KC x NR panel of B (16 KiB for f32 and f64 alike, NR halving for f64) and
+// a kMR x KC panel of A (6 KiB) stay in L1, an MC x KC block of A (256 KiB)
+// in L2 and a KC x NC block of B (4 MiB) in L3. The A and B blocks are
+// sized in bytes, MC and NC following from KC.
 constexpr size_t kKC = 256;
 constexpr size_t kBlockABytes = 256 * 1024;
 constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
