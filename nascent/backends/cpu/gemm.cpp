@@ -1,4 +1,4 @@
-// GEMM entry points: split C into blocks (one per thread, four per thread
+// GEMM entry points: split C into blocks (one per thread, two per thread
 // for big products) and run the packed single-thread GEMM (gemm_kernel.cpp)
 // on each; m == 1 or n == 1 goes to the matrix-vector kernels
 // (gemv_kernel.cpp) instead, split over the output.
@@ -31,9 +31,10 @@ struct Scratch {
 // Below this many multiply-adds a second thread costs more to wake than it
 // saves (about 30 us of single-thread work).
 constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
-// From this many multiply-adds (~1.5 ms per thread) C is cut into 4 blocks
-// per thread: a thread slowed by other processes then leaves its unstarted
-// blocks to the others, at the price of some repeated packing (1-2% here).
+// From this many multiply-adds (~1.5 ms per thread) C is cut into 2 blocks
+// per thread: a thread slowed by other processes then leaves an unstarted
+// block to the others, for about 2% more packing at 4096 (4 blocks per
+// thread would cost 4%).
 constexpr double kFineMacs = 512.0 * 512.0 * 512.0;
 
 // Splits m x n into a grid rows x cols of at most `tasks` blocks (the most
@@ -105,7 +106,7 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
     serial(g, a, b, c);
     return;
   }
-  const int tasks = macs >= kFineMacs ? 4 * threads : threads;
+  const int tasks = macs >= kFineMacs ? 2 * threads : threads;
   const std::pair<int, int> grid = task_grid(tasks, g.m, g.n, tile);
   const int rows = grid.first, cols = grid.second;
   if (rows * cols <= 1) {

@@ -186,7 +186,7 @@ TEST_P(GemmThreads, CrossesCacheBlocks) {
   // Big enough for every thread to get blocks of its own.
   check_f32(203, 197, 311, Form::row_major, Form::row_major, false);
   check_f32(203, 197, 311, Form::col_major, Form::col_major, true);
-  // Big enough (> 512^3 multiply-adds) to be cut into 4 blocks per thread.
+  // Big enough (> 512^3 multiply-adds) to be cut into 2 blocks per thread.
   check_f32(530, 517, 500, Form::row_major, Form::col_major, true);
 }
 
