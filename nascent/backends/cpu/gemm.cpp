@@ -1,7 +1,9 @@
-// GEMM entry points: split C into one block per thread and run the packed
-// single-thread GEMM (gemm_kernel.cpp) on each.
+// GEMM entry points: split C into blocks (one per thread, two per thread
+// for big products) and run the packed single-thread GEMM (gemm_kernel.cpp)
+// on each; m == 1 or n == 1 goes to the matrix-vector kernels
+// (gemv_kernel.cpp) instead, split over the output.
 //
-// Blocks are independent (each thread packs its own panels), so no barrier
+// Blocks are independent (each task packs its own panels), so no barrier
 // is needed; the price is that A is packed once per column block and B once
 // per row block, which is O(mk + kn) against O(mnk) of arithmetic.
 #include <algorithm>
@@ -29,28 +31,35 @@ struct Scratch {
 // Below this many multiply-adds a second thread costs more to wake than it
 // saves (about 30 us of single-thread work).
 constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
+// From this many multiply-adds (~1.5 ms per thread) C is cut into 2 blocks
+// per thread: a thread slowed by other processes then leaves an unstarted
+// block to the others, for about 2% more packing at 4096 (4 blocks per
+// thread would cost 4%).
+constexpr double kFineMacs = 512.0 * 512.0 * 512.0;
 
-// Splits m x n over `threads` as a grid rows x cols whose blocks are as
-// square as the thread count allows, so that packing is least duplicated.
-std::pair<int, int> thread_grid(int threads, int64_t m, int64_t n,
-                                GemmTile tile) {
-  // Never more blocks along an axis than whole tiles on it.
-  int64_t max_rows = std::max<int64_t>(1, m / int64_t(tile.mr));
-  int64_t max_cols = std::max<int64_t>(1, n / int64_t(tile.nr));
-  std::pair<int, int> best{1, 1};
-  double best_cost = 1e300;
-  for (int rows = 1; rows <= threads; ++rows) {
-    if (threads % rows != 0) continue;
-    int cols = threads / rows;
-    if (rows > max_rows || cols > max_cols) continue;
-    // Perimeter of a block: the data each thread packs.
-    double cost = double(m) / rows + double(n) / cols;
-    if (cost < best_cost) {
-      best_cost = cost;
-      best = {rows, cols};
+// Splits m x n into a grid rows x cols of at most `tasks` blocks (the most
+// that fit whole tiles), blocks as square as the count allows so that
+// packing is least duplicated.
+std::pair<int, int> task_grid(int tasks, int64_t m, int64_t n, GemmTile tile) {
+  const int64_t max_rows = std::max<int64_t>(1, m / int64_t(tile.mr));
+  const int64_t max_cols = std::max<int64_t>(1, n / int64_t(tile.nr));
+  for (int count = tasks; count > 1; --count) {
+    std::pair<int, int> best{1, 1};
+    double best_cost = 1e300;
+    for (int rows = 1; rows <= count; ++rows) {
+      if (count % rows != 0) continue;
+      const int cols = count / rows;
+      if (rows > max_rows || cols > max_cols) continue;
+      // Perimeter of a block: the data each task packs.
+      const double cost = double(m) / rows + double(n) / cols;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = {rows, cols};
+      }
     }
+    if (best.first * best.second > 1) return best;
   }
-  return best;
+  return {1, 1};
 }
 
 // Start of piece `i` of `parts` over [0, total), on multiples of `align`.
@@ -60,16 +69,46 @@ int64_t split_point(int64_t total, int parts, int i, int64_t align) {
   return std::min(total, tiles * i / parts * align);
 }
 
-template <class S, class T, class Serial>
+// m == 1 or n == 1 as a matrix-vector product, split over the output.
+template <class S, class T, class Gemv>
+void gemv_parallel(const GemmArgs& g, const S* a, const S* b, T* c, Gemv gemv) {
+  GemvArgs v;
+  const S* mat;
+  const S* x;
+  v.k = g.k;
+  v.accumulate = g.accumulate;
+  if (g.m == 1) {  // c[0, j] = sum_p a[0, p] b[p, j]: M = B^T.
+    mat = b, x = a;
+    v.len = g.n, v.si = g.csb, v.sp = g.rsb, v.sx = g.csa, v.sy = 1;
+  } else {  // c[i, 0] = sum_p a[i, p] b[p, 0]: M = A.
+    mat = a, x = b;
+    v.len = g.m, v.si = g.rsa, v.sp = g.csa, v.sx = g.rsb, v.sy = g.ldc;
+  }
+  // Chunks of at least ~64K multiply-adds.
+  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / g.k);
+  parallel_for(v.len, grain, [&](int64_t i0, int64_t i1) {
+    GemvArgs part = v;
+    part.len = i1 - i0;
+    gemv(part, mat + i0 * v.si, x, c + i0 * v.sy);
+  });
+}
+
+template <class S, class T, class Serial, class Gemv>
 void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
-                   GemmTile tile, Serial serial) {
+                   GemmTile tile, Serial serial, Gemv gemv) {
+  if ((g.m == 1 || g.n == 1) && g.k > 0) {
+    gemv_parallel(g, a, b, c, gemv);
+    return;
+  }
   const int threads = num_threads();
   const double macs = double(g.m) * double(g.n) * double(g.k);
   if (threads <= 1 || macs < kParallelMacs) {
     serial(g, a, b, c);
     return;
   }
-  auto [rows, cols] = thread_grid(threads, g.m, g.n, tile);
+  const int tasks = macs >= kFineMacs ? 2 * threads : threads;
+  const std::pair<int, int> grid = task_grid(tasks, g.m, g.n, tile);
+  const int rows = grid.first, cols = grid.second;
   if (rows * cols <= 1) {
     serial(g, a, b, c);
     return;
@@ -103,20 +142,20 @@ void* gemm_scratch(GemmBuffer which, size_t bytes) {
 }
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32, gemv_f32);
 }
 
 void gemm_f64(const GemmArgs& g, const double* a, const double* b, double* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f64(), gemm_serial_f64);
+  gemm_parallel(g, a, b, c, gemm_tile_f64(), gemm_serial_f64, gemv_f64);
 }
 
 void gemm_f16(const GemmArgs& g, const float16* a, const float16* b, float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f16);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f16, gemv_f16);
 }
 
 void gemm_bf16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
                float* c) {
-  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_bf16);
+  gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_bf16, gemv_bf16);
 }
 
 }  // namespace nascent::cpu

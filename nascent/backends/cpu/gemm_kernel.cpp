@@ -3,20 +3,25 @@
 //
 // GotoBLAS/BLIS structure: B is packed a KC x NC block at a time into
 // column panels NR wide (the block lives in L3, one panel in L1), A an
-// MC x KC block at a time into row panels MR tall (the block lives in L2),
+// MC x KC block at a time into panels of MR rows (the block lives in L2),
 // and a micro-kernel keeps an MR x NR tile of C in registers while it walks
 // k. Packing reads any strides, converts f16/bf16 to f32, and pads the
 // edges with zeros, so the micro-kernel sees one dense layout.
+//
+// bench/NOTES.md (gemm) has the measurements behind the choices here.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstring>
+#include <type_traits>
 
 #include "nascent/backends/cpu/gemm_kernel.h"
+// Per-target helpers; must come after highway.h.
+#include "nascent/backends/cpu/gemm_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -32,10 +37,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr size_t kMR = 6;
 constexpr size_t kNV = 2;
 
-// Cache blocking, in bytes so that f64 gets the same footprint: a KC x NR
-// panel of B (16 KiB) and a kMR x KC panel of A (6 KiB) stay in L1 (48 KiB
-// on Zen 5), an MC x KC block of A (~256 KiB) in L2 (1 MiB) and a KC x NC
-// block of B (~4 MiB) in L3.
+// Cache blocking for Zen 5 (48 KiB L1d, 1 MiB L2 per core, 32 MiB L3): a
+// KC x NR panel of B (16 KiB for f32 and f64 alike, NR halving for f64) and
+// a kMR x KC panel of A (6 KiB) stay in L1, an MC x KC block of A (256 KiB)
+// in L2 and a KC x NC block of B (4 MiB) in L3. The A and B blocks are
+// sized in bytes, MC and NC following from KC.
 constexpr size_t kKC = 256;
 constexpr size_t kBlockABytes = 256 * 1024;
 constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
@@ -43,6 +49,13 @@ constexpr size_t kBlockBBytes = 4 * 1024 * 1024;
 template <class D>
 size_t TileCols(D d) {
   return kNV * hn::Lanes(d);
+}
+
+// Distance between packed B panels: a cache line more than the panel, so
+// that writing one row into every panel (PackB) does not hit one L1 set.
+template <class D>
+size_t PanelStride(D d, size_t kc) {
+  return kc * TileCols(d) + 64 / sizeof(hn::TFromD<D>);
 }
 
 size_t RoundUp(size_t x, size_t m) {
@@ -56,93 +69,115 @@ size_t EvenBlock(size_t total, size_t max, size_t multiple) {
   return std::min(max, RoundUp((total + pieces - 1) / pieces, multiple));
 }
 
-// Scalar and vector reads of a source element type as the compute type.
-template <class T>
-T ToCompute(T v) {
-  return v;
-}
-float ToCompute(float16 v) {
-  return to_float(v);
-}
-float ToCompute(bfloat16 v) {
-  return to_float(v);
-}
-
-template <class D>
-hn::Vec<D> LoadAs(D d, const hn::TFromD<D>* p) {
-  return hn::LoadU(d, p);
-}
-template <class D>
-hn::Vec<D> LoadAs(D d, const float16* p) {
-  const hn::Rebind<hwy::float16_t, D> dh;
-  return hn::PromoteTo(
-      d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
-}
-template <class D>
-hn::Vec<D> LoadAs(D d, const bfloat16* p) {
-  const hn::Rebind<hwy::bfloat16_t, D> db;
-  return hn::PromoteTo(
-      d, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
-}
-
-// Converts n elements of a contiguous run to the compute type.
-template <class D, class S, class T = hn::TFromD<D>>
-void ConvertRun(D d, const S* src, size_t n, T* dst) {
-  const size_t lanes = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadAs(d, src + i), d, dst + i);
-  for (; i < n; ++i) dst[i] = ToCompute(src[i]);
-}
-
-// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows: panel
-// r holds, for each p, the kMR values A[r*kMR .. r*kMR+kMR-1, p]. Rows past
-// mc are zero.
+// Packs rows [0, mc) by columns [0, kc) of A into panels of kMR rows, in
+// whichever of two layouts makes it a copy: row by row (each row kc
+// contiguous values) when A's rows are contiguous, else column by column
+// (for each p, the kMR values of that column), which suits a transposed A.
+// Rows past mc are zero.
 template <class D, class S, class T = hn::TFromD<D>>
 void PackA(D d, const S* a, int64_t rs, int64_t cs, size_t mc, size_t kc,
-           T* HWY_RESTRICT dst) {
-  constexpr bool kSame = std::is_same_v<S, T>;
-  T* staging = nullptr;
-  if (!kSame && cs == 1) {
-    staging = static_cast<T*>(
-        gemm_scratch(GemmBuffer::staging, kMR * kc * sizeof(T)));
+           bool by_columns, T* HWY_RESTRICT dst) {
+  if (by_columns) {
+    // Walk A's columns (contiguous when A is transposed) front to back,
+    // handing each panel its kMR values: the reads stream.
+    for (size_t p = 0; p < kc; ++p) {
+      const S* col = a + int64_t(p) * cs;
+      T* out = dst + p * kMR;
+      for (size_t i0 = 0; i0 < mc; i0 += kMR, out += kMR * kc) {
+        const size_t mb = std::min(kMR, mc - i0);
+        for (size_t i = 0; i < mb; ++i) {
+          out[i] = ToCompute(col[int64_t(i0 + i) * rs]);
+        }
+        for (size_t i = mb; i < kMR; ++i) out[i] = T(0);
+      }
+    }
+    return;
   }
-  for (size_t i0 = 0; i0 < mc; i0 += kMR) {
+  for (size_t i0 = 0; i0 < mc; i0 += kMR, dst += kMR * kc) {
     const size_t mb = std::min(kMR, mc - i0);
     const S* src = a + int64_t(i0) * rs;
-    if (staging != nullptr) {
-      // Widen whole rows with SIMD first, then interleave them.
+    if (cs == 1) {
       for (size_t i = 0; i < mb; ++i) {
-        ConvertRun(d, src + int64_t(i) * rs, kc, staging + i * kc);
-      }
-      for (size_t p = 0; p < kc; ++p) {
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = i < mb ? staging[i * kc + p] : T(0);
-        }
-      }
-    } else if (mb == kMR && cs == 1) {
-      for (size_t p = 0; p < kc; ++p) {
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = ToCompute(src[int64_t(i) * rs + int64_t(p)]);
-        }
-      }
-    } else if (mb == kMR) {
-      for (size_t p = 0; p < kc; ++p) {
-        const S* col = src + int64_t(p) * cs;
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = ToCompute(col[int64_t(i) * rs]);
-        }
+        ConvertRun(d, src + int64_t(i) * rs, kc, dst + i * kc);
       }
     } else {
-      for (size_t p = 0; p < kc; ++p) {
-        const S* col = src + int64_t(p) * cs;
-        for (size_t i = 0; i < kMR; ++i) {
-          dst[p * kMR + i] = i < mb ? ToCompute(col[int64_t(i) * rs]) : T(0);
+      for (size_t i = 0; i < mb; ++i) {
+        const S* row = src + int64_t(i) * rs;
+        for (size_t p = 0; p < kc; ++p) {
+          dst[i * kc + p] = ToCompute(row[int64_t(p) * cs]);
         }
       }
     }
-    dst += kMR * kc;
+    std::fill(dst + mb * kc, dst + kMR * kc, T(0));
   }
 }
+
+// Transposes an L x L block of f32, L = Lanes(d) = 4 or 8: row j of the
+// block is L consecutive values at src + j * cs, and row q of the result
+// is stored at out + q * nr. Interleaves within 128-bit blocks, then (for
+// 8 lanes) swaps block halves: the usual unpack/shuffle transpose.
+#if HWY_TARGET == HWY_SCALAR
+template <class D>
+constexpr bool CanTranspose(D) {
+  return false;  // One lane: nothing to interleave.
+}
+template <class D, class S>
+void TransposeBlock(D, const S*, int64_t, float*, size_t) {}
+#else
+template <class D>
+constexpr bool CanTranspose(D d) {
+  return std::is_same_v<hn::TFromD<D>, float> &&
+         (hn::MaxLanes(d) == 4 || hn::MaxLanes(d) == 8);
+}
+
+template <class D, class S>
+HWY_INLINE void TransposeBlock(D d, const S* src, int64_t cs, float* out,
+                               size_t nr) {
+  using V = hn::Vec<D>;
+  const hn::Repartition<uint64_t, D> du;
+  auto lo64 = [&](V a, V b) {
+    return hn::BitCast(
+        d, hn::InterleaveLower(du, hn::BitCast(du, a), hn::BitCast(du, b)));
+  };
+  auto hi64 = [&](V a, V b) {
+    return hn::BitCast(
+        d, hn::InterleaveUpper(du, hn::BitCast(du, a), hn::BitCast(du, b)));
+  };
+  const V r0 = LoadAs(d, src), r1 = LoadAs(d, src + cs);
+  const V r2 = LoadAs(d, src + 2 * cs), r3 = LoadAs(d, src + 3 * cs);
+  // Pairs of rows interleaved: (a0 b0 a1 b1), (a2 b2 a3 b3) per block.
+  const V t0 = hn::InterleaveLower(d, r0, r1),
+          t1 = hn::InterleaveUpper(d, r0, r1);
+  const V t2 = hn::InterleaveLower(d, r2, r3),
+          t3 = hn::InterleaveUpper(d, r2, r3);
+  if constexpr (hn::MaxLanes(d) == 4) {
+    hn::StoreU(lo64(t0, t2), d, out);
+    hn::StoreU(hi64(t0, t2), d, out + nr);
+    hn::StoreU(lo64(t1, t3), d, out + 2 * nr);
+    hn::StoreU(hi64(t1, t3), d, out + 3 * nr);
+  } else {
+    const V r4 = LoadAs(d, src + 4 * cs), r5 = LoadAs(d, src + 5 * cs);
+    const V r6 = LoadAs(d, src + 6 * cs), r7 = LoadAs(d, src + 7 * cs);
+    const V t4 = hn::InterleaveLower(d, r4, r5),
+            t5 = hn::InterleaveUpper(d, r4, r5);
+    const V t6 = hn::InterleaveLower(d, r6, r7),
+            t7 = hn::InterleaveUpper(d, r6, r7);
+    // Columns q and q + 4 of rows 0-3 (u0..u3) and of rows 4-7 (u4..u7).
+    const V u0 = lo64(t0, t2), u1 = hi64(t0, t2);
+    const V u2 = lo64(t1, t3), u3 = hi64(t1, t3);
+    const V u4 = lo64(t4, t6), u5 = hi64(t4, t6);
+    const V u6 = lo64(t5, t7), u7 = hi64(t5, t7);
+    hn::StoreU(hn::ConcatLowerLower(d, u4, u0), d, out);
+    hn::StoreU(hn::ConcatLowerLower(d, u5, u1), d, out + nr);
+    hn::StoreU(hn::ConcatLowerLower(d, u6, u2), d, out + 2 * nr);
+    hn::StoreU(hn::ConcatLowerLower(d, u7, u3), d, out + 3 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u4, u0), d, out + 4 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u5, u1), d, out + 5 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u6, u2), d, out + 6 * nr);
+    hn::StoreU(hn::ConcatUpperUpper(d, u7, u3), d, out + 7 * nr);
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
 
 // Packs rows [0, kc) by columns [0, nc) of B into panels NR columns wide:
 // panel r holds, for each p, the NR values B[p, r*NR .. r*NR+NR-1].
@@ -152,33 +187,52 @@ void PackB(D d, const S* b, int64_t rs, int64_t cs, size_t kc, size_t nc,
            T* HWY_RESTRICT dst) {
   const size_t lanes = hn::Lanes(d);
   const size_t nr = TileCols(d);
-  for (size_t j0 = 0; j0 < nc; j0 += nr) {
-    const size_t nb = std::min(nr, nc - j0);
-    const S* src = b + int64_t(j0) * cs;
-    if (nb == nr && cs == 1) {
-      for (size_t p = 0; p < kc; ++p) {
-        const S* row = src + int64_t(p) * rs;
+  const size_t stride = PanelStride(d, kc);
+  const size_t full = cs == 1 ? nc / nr * nr : 0;
+  if (full > 0) {
+    // Row-major B: walk each row once, front to back, so the reads stream
+    // (panel by panel they would jump a whole row per step).
+    for (size_t p = 0; p < kc; ++p) {
+      const S* row = b + int64_t(p) * rs;
+      T* out = dst + p * nr;
+      for (size_t j0 = 0; j0 < full; j0 += nr, out += stride) {
         for (size_t v = 0; v < kNV; ++v) {
-          hn::Store(LoadAs(d, row + v * lanes), d, dst + p * nr + v * lanes);
+          hn::Store(LoadAs(d, row + j0 + v * lanes), d, out + v * lanes);
         }
       }
-    } else if (rs == 1) {
-      // Transposed B: each column is contiguous, so read along it.
-      for (size_t j = 0; j < nr; ++j) {
-        const S* col = src + int64_t(j) * cs;
-        for (size_t p = 0; p < kc; ++p) {
-          dst[p * nr + j] = j < nb ? ToCompute(col[p]) : T(0);
+    }
+  }
+  for (size_t j0 = full; j0 < nc; j0 += nr) {
+    const size_t nb = std::min(nr, nc - j0);
+    const S* src = b + int64_t(j0) * cs;
+    T* out = dst + j0 / nr * stride;
+    if (rs == 1) {
+      // Transposed B (x @ W^T): each column is contiguous; full panels go
+      // through lanes x lanes transposes, the rest element by element.
+      size_t p = 0;
+      if constexpr (CanTranspose(hn::ScalableTag<T>())) {
+        if (nb == nr && lanes == hn::MaxLanes(d)) {
+          for (; p + lanes <= kc; p += lanes) {
+            for (size_t v = 0; v < kNV; ++v) {
+              TransposeBlock(d, src + int64_t(v * lanes) * cs + int64_t(p), cs,
+                             out + p * nr + v * lanes, nr);
+            }
+          }
+        }
+      }
+      for (; p < kc; ++p) {
+        for (size_t j = 0; j < nr; ++j) {
+          out[p * nr + j] = j < nb ? ToCompute(src[int64_t(j) * cs + p]) : T(0);
         }
       }
     } else {
       for (size_t p = 0; p < kc; ++p) {
         const S* row = src + int64_t(p) * rs;
         for (size_t j = 0; j < nr; ++j) {
-          dst[p * nr + j] = j < nb ? ToCompute(row[int64_t(j) * cs]) : T(0);
+          out[p * nr + j] = j < nb ? ToCompute(row[int64_t(j) * cs]) : T(0);
         }
       }
     }
-    dst += nr * kc;
   }
 }
 
@@ -194,43 +248,63 @@ HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
   hn::StoreU(x1, d, row + lanes);
 }
 
-// C[kMR, NR] (+)= packed A panel (kc x kMR) * packed B panel (kc x NR). Named
-// accumulators rather than an array keep the tile in registers on every
-// compiler and work with sizeless (SVE, RVV) vector types.
-template <class D, class T = hn::TFromD<D>>
+// C[kMR, NR] (+)= packed A panel (kMR x kc, by rows or by columns) * packed
+// B panel (kc x NR). Named accumulators rather than an array keep the tile
+// in registers on every compiler and work with sizeless (SVE, RVV) vectors.
+template <bool kByColumns, class D, class T = hn::TFromD<D>>
 HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
                             const T* HWY_RESTRICT pb, T* HWY_RESTRICT c,
                             size_t ldc, bool accumulate) {
   static_assert(kMR == 6 && kNV == 2, "the kernel body is written for 6x2");
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
+  // C is read at the end; fetching its lines now hides the miss behind
+  // the k loop (C is touched once per KC slice, so it is rarely cached).
+  for (size_t r = 0; r < kMR; ++r) {
+    hwy::Prefetch(c + r * ldc);
+    hwy::Prefetch(c + r * ldc + 2 * lanes - 1);
+  }
   V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d),
     c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d),
     c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  // Element (i, p) of the A panel is at i * row + p * step.
+  const size_t row = kByColumns ? 1 : kc;
+  const size_t step = kByColumns ? kMR : 1;
+  const T* HWY_RESTRICT a0 = pa;
+  const T* HWY_RESTRICT a1 = pa + row;
+  const T* HWY_RESTRICT a2 = pa + 2 * row;
+  const T* HWY_RESTRICT a3 = pa + 3 * row;
+  const T* HWY_RESTRICT a4 = pa + 4 * row;
+  const T* HWY_RESTRICT a5 = pa + 5 * row;
+  // One step of k: two B vectors, six broadcast A values, twelve FMAs.
+#define NASCENT_GEMM_STEP(u)                              \
+  do {                                                    \
+    const V b0 = hn::Load(d, pb + (u)*2 * lanes);         \
+    const V b1 = hn::Load(d, pb + (u)*2 * lanes + lanes); \
+    V a = hn::Set(d, a0[(p + (u)) * step]);               \
+    c00 = hn::MulAdd(a, b0, c00);                         \
+    c01 = hn::MulAdd(a, b1, c01);                         \
+    a = hn::Set(d, a1[(p + (u)) * step]);                 \
+    c10 = hn::MulAdd(a, b0, c10);                         \
+    c11 = hn::MulAdd(a, b1, c11);                         \
+    a = hn::Set(d, a2[(p + (u)) * step]);                 \
+    c20 = hn::MulAdd(a, b0, c20);                         \
+    c21 = hn::MulAdd(a, b1, c21);                         \
+    a = hn::Set(d, a3[(p + (u)) * step]);                 \
+    c30 = hn::MulAdd(a, b0, c30);                         \
+    c31 = hn::MulAdd(a, b1, c31);                         \
+    a = hn::Set(d, a4[(p + (u)) * step]);                 \
+    c40 = hn::MulAdd(a, b0, c40);                         \
+    c41 = hn::MulAdd(a, b1, c41);                         \
+    a = hn::Set(d, a5[(p + (u)) * step]);                 \
+    c50 = hn::MulAdd(a, b0, c50);                         \
+    c51 = hn::MulAdd(a, b1, c51);                         \
+  } while (0)
   for (size_t p = 0; p < kc; ++p) {
-    const V b0 = hn::Load(d, pb);
-    const V b1 = hn::Load(d, pb + lanes);
-    V a = hn::Set(d, pa[0]);
-    c00 = hn::MulAdd(a, b0, c00);
-    c01 = hn::MulAdd(a, b1, c01);
-    a = hn::Set(d, pa[1]);
-    c10 = hn::MulAdd(a, b0, c10);
-    c11 = hn::MulAdd(a, b1, c11);
-    a = hn::Set(d, pa[2]);
-    c20 = hn::MulAdd(a, b0, c20);
-    c21 = hn::MulAdd(a, b1, c21);
-    a = hn::Set(d, pa[3]);
-    c30 = hn::MulAdd(a, b0, c30);
-    c31 = hn::MulAdd(a, b1, c31);
-    a = hn::Set(d, pa[4]);
-    c40 = hn::MulAdd(a, b0, c40);
-    c41 = hn::MulAdd(a, b1, c41);
-    a = hn::Set(d, pa[5]);
-    c50 = hn::MulAdd(a, b0, c50);
-    c51 = hn::MulAdd(a, b1, c51);
-    pa += kMR;
+    NASCENT_GEMM_STEP(0);
     pb += 2 * lanes;
   }
+#undef NASCENT_GEMM_STEP
   StoreRow(d, c00, c01, c, accumulate);
   StoreRow(d, c10, c11, c + ldc, accumulate);
   StoreRow(d, c20, c21, c + 2 * ldc, accumulate);
@@ -241,23 +315,35 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
 
 // C[mc, nc] (+)= packed A block * packed B block, tile by tile. Edge tiles
 // go through a local tile so the kernel never writes outside C.
-template <class D, class T = hn::TFromD<D>>
+template <bool kByColumns, class D, class T = hn::TFromD<D>>
 void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
                  T* c, size_t ldc, bool accumulate) {
   const size_t nr = TileCols(d);
   HWY_ALIGN T tile[kMR * kNV * hn::MaxLanes(d)];
+  const size_t stride = PanelStride(d, kc);
+  // While one B panel is in use, the next is fetched a slice per tile, so
+  // that it is in L1 when its turn comes (it would otherwise come from L3
+  // or memory, one miss at a time, in the first tile of each panel).
+  const size_t line = 64 / sizeof(T);
+  const size_t tiles = (mc + kMR - 1) / kMR;
+  const size_t slice = (kc * nr / line + tiles - 1) / tiles * line;
   for (size_t jr = 0; jr < nc; jr += nr) {
     const size_t nb = std::min(nr, nc - jr);
-    const T* bpanel = bp + jr * kc;
-    for (size_t ir = 0; ir < mc; ir += kMR) {
+    const T* bpanel = bp + jr / nr * stride;
+    const T* bnext = jr + nr < nc ? bpanel + stride : bpanel;
+    for (size_t ir = 0, t = 0; ir < mc; ir += kMR, ++t) {
+      for (size_t o = t * slice; o < (t + 1) * slice && o < kc * nr;
+           o += line) {
+        hwy::Prefetch(bnext + o);
+      }
       const size_t mb = std::min(kMR, mc - ir);
       const T* apanel = ap + ir * kc;
       T* ct = c + ir * ldc + jr;
       if (mb == kMR && nb == nr) {
-        MicroKernel(d, kc, apanel, bpanel, ct, ldc, accumulate);
+        MicroKernel<kByColumns>(d, kc, apanel, bpanel, ct, ldc, accumulate);
         continue;
       }
-      MicroKernel(d, kc, apanel, bpanel, tile, nr, false);
+      MicroKernel<kByColumns>(d, kc, apanel, bpanel, tile, nr, false);
       for (size_t i = 0; i < mb; ++i) {
         for (size_t j = 0; j < nb; ++j) {
           const T v = tile[i * nr + j];
@@ -281,6 +367,8 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
     return;
   }
   const size_t nr = TileCols(d);
+  // A transposed (columns contiguous) packs by columns, anything else by rows.
+  const bool by_columns = g.rsa == 1 && g.csa != 1;
   const size_t kc_max = EvenBlock(k, kKC, 1);
   const size_t mc_max = EvenBlock(
       m, std::max(kMR, kBlockABytes / (kc_max * sizeof(T)) / kMR * kMR), kMR);
@@ -289,7 +377,8 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
   T* ap = static_cast<T*>(gemm_scratch(
       GemmBuffer::packed_a, RoundUp(mc_max, kMR) * kc_max * sizeof(T)));
   T* bp = static_cast<T*>(gemm_scratch(
-      GemmBuffer::packed_b, RoundUp(nc_max, nr) * kc_max * sizeof(T)));
+      GemmBuffer::packed_b,
+      RoundUp(nc_max, nr) / nr * PanelStride(d, kc_max) * sizeof(T)));
   for (size_t jc = 0; jc < n; jc += nc_max) {
     const size_t nc = std::min(nc_max, n - jc);
     for (size_t pc = 0; pc < k; pc += kc_max) {
@@ -300,8 +389,14 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
       for (size_t ic = 0; ic < m; ic += mc_max) {
         const size_t mc = std::min(mc_max, m - ic);
         PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa,
-              mc, kc, ap);
-        MacroKernel(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, accumulate);
+              mc, kc, by_columns, ap);
+        if (by_columns) {
+          MacroKernel<true>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                            accumulate);
+        } else {
+          MacroKernel<false>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                             accumulate);
+        }
       }
     }
   }
@@ -313,10 +408,33 @@ void GemmSerialF32(const GemmArgs& g, const float* a, const float* b,
                    float* c) {
   GemmSerial(g, a, b, c);
 }
+#if HWY_HAVE_FLOAT64
 void GemmSerialF64(const GemmArgs& g, const double* a, const double* b,
                    double* c) {
   GemmSerial(g, a, b, c);
 }
+GemmTile GemmTileF64() {
+  return {kMR, TileCols(hn::ScalableTag<double>())};
+}
+#else
+// No f64 vectors on this target (WASM SIMD128 in Highway 1.0.3): a plain
+// loop nest, rows of C updated from rows of B.
+void GemmSerialF64(const GemmArgs& g, const double* a, const double* b,
+                   double* c) {
+  for (int64_t i = 0; i < g.m; ++i) {
+    double* row = c + i * g.ldc;
+    if (!g.accumulate) std::fill_n(row, g.n, 0.0);
+    for (int64_t p = 0; p < g.k; ++p) {
+      const double av = a[i * g.rsa + p * g.csa];
+      const double* brow = b + p * g.rsb;
+      for (int64_t j = 0; j < g.n; ++j) row[j] += av * brow[j * g.csb];
+    }
+  }
+}
+GemmTile GemmTileF64() {
+  return {1, 1};
+}
+#endif
 void GemmSerialF16(const GemmArgs& g, const float16* a, const float16* b,
                    float* c) {
   GemmSerial(g, a, b, c);
@@ -327,9 +445,6 @@ void GemmSerialBF16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
 }
 GemmTile GemmTileF32() {
   return {kMR, TileCols(hn::ScalableTag<float>())};
-}
-GemmTile GemmTileF64() {
-  return {kMR, TileCols(hn::ScalableTag<double>())};
 }
 
 }  // namespace HWY_NAMESPACE

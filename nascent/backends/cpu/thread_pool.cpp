@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -26,6 +27,24 @@ constexpr bool kCanStartThreads = false;
 #else
 constexpr bool kCanStartThreads = true;
 #endif
+
+// How long a thread busy-waits for the event it expects (the next job, the
+// end of the current one) before it sleeps on a condition variable: a
+// futex wake-up of a sleeping thread costs 10-50 us in a VM, as much as a
+// small GEMM, and jobs often follow each other closely (a model's layers).
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// True once done() is, or false when kSpin has passed first.
+template <class Done>
+bool spin_until(Done done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) {
+      return false;
+    }
+  }
+}
 
 // Workers sleep on a condition variable between jobs; a job is a task count
 // and a function, and tasks are claimed from an atomic counter so uneven
@@ -71,8 +90,9 @@ class Pool {
     t_in_worker = true;
     int finished = claim_and_run(fn, tasks);
     t_in_worker = false;
-    std::unique_lock<std::mutex> lock(mutex_);
     done_ += finished;
+    spin_until([&] { return done_.load() == tasks && active_.load() == 0; });
+    std::unique_lock<std::mutex> lock(mutex_);
     // Wait for the tasks and for every worker that joined: a worker still
     // holding fn_ must not see the next job's counter.
     idle_.wait(lock, [&] { return done_ == tasks_ && active_ == 0; });
@@ -112,6 +132,8 @@ class Pool {
     for (;;) {
       const std::function<void(int)>* fn;
       int tasks;
+      spin_until(
+          [&] { return stopping_.load() || generation_.load() != seen; });
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -146,13 +168,14 @@ class Pool {
   std::vector<std::thread> workers_;
   const std::function<void(int)>* fn_ = nullptr;
   int tasks_ = 0;
-  int done_ = 0;
-  int active_ = 0;  // Workers inside the current job.
+  // Written under mutex_, read without it while spinning.
+  std::atomic<int> done_{0};
+  std::atomic<int> active_{0};  // Workers inside the current job.
   std::atomic<int> next_{0};
   std::atomic<int> size_{1};
   std::exception_ptr error_;  // First exception of the current job.
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 Pool& pool() {
@@ -162,7 +185,9 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return t_in_worker ? 1 : pool().size(); }
+int num_threads() {
+  return t_in_worker ? 1 : pool().size();
+}
 
 void set_num_threads(int n) {
   if (n < 1) {

@@ -186,6 +186,8 @@ TEST_P(GemmThreads, CrossesCacheBlocks) {
   // Big enough for every thread to get blocks of its own.
   check_f32(203, 197, 311, Form::row_major, Form::row_major, false);
   check_f32(203, 197, 311, Form::col_major, Form::col_major, true);
+  // Big enough (> 512^3 multiply-adds) to be cut into 2 blocks per thread.
+  check_f32(530, 517, 500, Form::row_major, Form::col_major, true);
 }
 
 TEST_P(GemmThreads, EmptyDimensions) {
@@ -213,16 +215,45 @@ TEST_P(GemmThreads, OtherPrecisions) {
   }
 }
 
+// m == 1 or n == 1 take the matrix-vector kernels: dot products when the
+// matrix's rows are contiguous, scaled-column sums when its columns are,
+// and a plain loop otherwise; every operand form reaches one of them.
+TEST_P(GemmThreads, MatrixVector) {
+  for (Form fa : kForms) {
+    for (Form fb : kForms) {
+      check_f32(1, 37, 300, fa, fb, false, 11);
+      check_f32(41, 1, 300, fa, fb, true, 12);
+      check_f32(1, 1, 77, fa, fb, false, 13);
+    }
+  }
+  // Past one 4096-element block of the output, and split over threads.
+  check_f32(1, 4500, 9, Form::row_major, Form::row_major, true, 14);
+  check_f32(4500, 1, 9, Form::col_major, Form::row_major, false, 15);
+  check_f32(1, 700, 500, Form::row_major, Form::col_major, false, 16);
+  for (bool acc : {false, true}) {
+    check<double, double>(gemm_f64, 1, 45, 130, Form::row_major,
+                          Form::row_major, acc, 17);
+    check<double, double>(gemm_f64, 45, 1, 130, Form::row_major,
+                          Form::row_major, acc, 18);
+    check<float16, float>(gemm_f16, 1, 45, 130, Form::row_major,
+                          Form::col_major, acc, 19);
+    check<bfloat16, float>(gemm_bf16, 45, 1, 130, Form::col_major, Form::padded,
+                           acc, 20);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, GemmThreads, ::testing::Values(1, 2, 3));
 
 // The same products on each SIMD target this CPU can run (AVX2, SSE4, the
-// emulated fallback...), so that a kernel of a target other than the best
-// one is tested too.
+// scalar fallback...), so that a kernel of a target other than the best
+// one is tested too. A build with one target (wasm) runs it once.
 TEST(Gemm, EverySupportedTarget) {
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   ASSERT_FALSE(targets.empty());
   for (int64_t target : targets) {
+#if (HWY_TARGETS & (HWY_TARGETS - 1)) != 0  // Dynamic dispatch is compiled.
     hwy::SetSupportedTargetsForTest(target);
+#endif
     SCOPED_TRACE(hwy::TargetName(target));
     check_f32(13, 37, 300, Form::padded, Form::col_major, true);
     check_f32(203, 97, 31, Form::row_major, Form::reversed, false);
@@ -232,8 +263,14 @@ TEST(Gemm, EverySupportedTarget) {
                           Form::row_major, false, 2);
     check<bfloat16, float>(gemm_bf16, 13, 37, 30, Form::row_major,
                            Form::row_major, false, 2);
+    check_f32(1, 37, 300, Form::row_major, Form::row_major, false, 3);
+    check_f32(1, 37, 300, Form::row_major, Form::col_major, true, 4);
+    check<double, double>(gemm_f64, 45, 1, 130, Form::row_major,
+                          Form::row_major, false, 5);
   }
+#if (HWY_TARGETS & (HWY_TARGETS - 1)) != 0
   hwy::SetSupportedTargetsForTest(0);
+#endif
 }
 
 }  // namespace
