@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/conv_direct.h"
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
@@ -251,133 +252,83 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
   }
 }
 
-// --- Direct loops for one input channel per group ---------------------------
+// --- Direct kernels for one input channel per group ------------------------
 
-// out[oc] = bias + sum over taps of w[oc, tap] * shifted x[oc / Og].
-template <class T>
-void forward_direct_plane(const Geometry& g, const T* x, const T* w, T bias,
-                          T* out) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    T* orow = out + r * g.ow;
-    std::fill(orow, orow + g.ow, bias);
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        const T* src = x + ih * g.w + j * g.dw - g.pw;
-        const T wv = w[i * g.kw + j];
-        if (g.sw == 1) {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) orow[c] += wv * src[c];
-        } else {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) {
-            orow[c] += wv * src[c * g.sw];
-          }
-        }
-      }
-    }
-  }
+DirectShape direct_shape(const Geometry& g) {
+  return {g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.w + 2 * g.pw};
+}
+int64_t padded_size(const Geometry& g) {
+  return (g.h + 2 * g.ph) * (g.w + 2 * g.pw);
 }
 
-// dx[ci] = sum over the Og output channels of channel ci of the scattered
-// taps; dx must be zero.
+// The plane x [H, W] inside a zero border of the padding's width.
 template <class T>
-void backward_input_direct_plane(const Geometry& g, const T* gout, const T* w,
-                                 T* dx) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    const T* grow = gout + r * g.ow;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        T* dst = dx + ih * g.w + j * g.dw - g.pw;
-        const T wv = w[i * g.kw + j];
-        if (g.sw == 1) {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] += wv * grow[c];
-        } else {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) {
-            dst[c * g.sw] += wv * grow[c];
-          }
-        }
-      }
-    }
+void pad_plane(const Geometry& g, const T* x, T* xpad) {
+  const int64_t ld = g.w + 2 * g.pw;
+  std::fill(xpad, xpad + g.ph * ld, T(0));
+  for (int64_t ih = 0; ih < g.h; ++ih) {
+    T* row = xpad + (ih + g.ph) * ld;
+    std::fill(row, row + g.pw, T(0));
+    std::memcpy(row + g.pw, x + ih * g.w, size_t(g.w) * sizeof(T));
+    std::fill(row + g.pw + g.w, row + ld, T(0));
   }
-}
-
-// dw[oc, tap] += sum over positions of grad_out[oc] * shifted x[oc / Og].
-template <class T>
-void backward_weight_direct_plane(const Geometry& g, const T* x, const T* gout,
-                                  T* dw) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    const T* grow = gout + r * g.ow;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        const T* src = x + ih * g.w + j * g.dw - g.pw;
-        // Four partial sums break the add chain so the loop can pipeline.
-        T acc[4] = {T(0), T(0), T(0), T(0)};
-        int64_t c = cr.lo;
-        for (; c + 4 <= cr.hi; c += 4) {
-          for (int64_t u = 0; u < 4; ++u) {
-            acc[u] += grow[c + u] * src[(c + u) * g.sw];
-          }
-        }
-        for (; c < cr.hi; ++c) acc[0] += grow[c] * src[c * g.sw];
-        dw[i * g.kw + j] += (acc[0] + acc[1]) + (acc[2] + acc[3]);
-      }
-    }
-  }
+  std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
 }
 
 template <class T>
 void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
                  const T* bias, T* out) {
   const int64_t og = g.og(), taps = g.kh * g.kw;
-  const int64_t plane_work = g.ohw() * taps;
-  const int64_t grain = std::max<int64_t>(1, 65536 / plane_work);
+  const DirectShape s = direct_shape(g);
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
   switch (op) {
-    case ConvOp::conv2d:  // a = x, b = w; one task per output plane.
-      parallel_for(g.n * g.o, grain, [&](int64_t s, int64_t e) {
-        for (int64_t p = s; p < e; ++p) {
-          const int64_t n = p / g.o, oc = p % g.o;
-          forward_direct_plane(g, a + (n * g.c + oc / og) * g.hw(),
-                               b + oc * taps, bias != nullptr ? bias[oc] : T(0),
-                               out + p * g.ohw());
+    case ConvOp::conv2d:  // a = x, b = w; a task per input plane (n, ci).
+      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* xpad = scratch<T>(size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          pad_plane(g, a + p * g.hw(), xpad);
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            direct_forward(s, xpad, b + oc * taps,
+                           bias != nullptr ? bias[oc] : T(0),
+                           out + (n * g.o + oc) * g.ohw());
+          }
         }
       });
       break;
     case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
-      parallel_for(g.n * g.c, std::max<int64_t>(1, grain / og),
-                   [&](int64_t s, int64_t e) {
-                     for (int64_t p = s; p < e; ++p) {
-                       const int64_t n = p / g.c, ci = p % g.c;
-                       T* dx = out + p * g.hw();
-                       std::fill(dx, dx + g.hw(), T(0));
-                       for (int64_t m = 0; m < og; ++m) {
-                         const int64_t oc = ci * og + m;
-                         backward_input_direct_plane(
-                             g, a + (n * g.o + oc) * g.ohw(), b + oc * taps,
-                             dx);
+      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* dxpad = scratch<T>(size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          std::fill(dxpad, dxpad + padded_size(g), T(0));
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            direct_backward_input(s, a + (n * g.o + oc) * g.ohw(),
+                                  b + oc * taps, dxpad);
+          }
+          for (int64_t ih = 0; ih < g.h; ++ih) {
+            std::memcpy(out + p * g.hw() + ih * g.w,
+                        dxpad + (ih + g.ph) * s.ld + g.pw,
+                        size_t(g.w) * sizeof(T));
+          }
+        }
+      });
+      break;
+    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
+      parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
+                   [&](int64_t begin, int64_t end) {
+                     T* xpad = scratch<T>(size_t(padded_size(g)));
+                     for (int64_t oc = begin; oc < end; ++oc) {
+                       T* dw = out + oc * taps;
+                       std::fill(dw, dw + taps, T(0));
+                       for (int64_t n = 0; n < g.n; ++n) {
+                         pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
+                         direct_backward_weight(
+                             s, xpad, b + (n * g.o + oc) * g.ohw(), dw);
                        }
                      }
                    });
-      break;
-    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
-      parallel_for(
-          g.o, std::max<int64_t>(1, grain / g.n), [&](int64_t s, int64_t e) {
-            for (int64_t oc = s; oc < e; ++oc) {
-              T* dw = out + oc * taps;
-              std::fill(dw, dw + taps, T(0));
-              for (int64_t n = 0; n < g.n; ++n) {
-                backward_weight_direct_plane(g,
-                                             a + (n * g.c + oc / og) * g.hw(),
-                                             b + (n * g.o + oc) * g.ohw(), dw);
-              }
-            }
-          });
       break;
   }
 }
