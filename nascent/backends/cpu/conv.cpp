@@ -98,67 +98,105 @@ int64_t rows_per_block(const Geometry& g, size_t itemsize) {
                              g.oh);
 }
 
+// Rows of `col` (one per channel and tap) and the input rows they read.
+// With stride 1 and OW == W ("same" convolutions) the rows of a col row
+// and of the input plane line up, so a tap's whole block is one contiguous
+// run of the plane: im2col copies it at once and then zeroes the padding
+// columns, instead of one short copy per output row.
+bool contiguous_taps(const Geometry& g) {
+  return g.sh == 1 && g.sw == 1 && g.w == g.ow;
+}
+
+// Output rows of [r0, r1) whose input row for kernel row i is inside.
+Range valid_rows(const Geometry& g, int64_t i, int64_t r0, int64_t r1) {
+  const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
+  return {std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)};
+}
+
 // col[K, (r1 - r0) * OW] of one image and group (x points at its first
 // channel) for output rows [r0, r1). Padding reads as zero.
 template <class T>
 void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
   const int64_t cols = (r1 - r0) * g.ow;
-  parallel_for(
-      g.k(), std::max<int64_t>(1, 16384 / cols), [&](int64_t b, int64_t e) {
-        for (int64_t row = b; row < e; ++row) {
-          const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
-          const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
-          const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-          T* dst = col + row * cols;
-          for (int64_t r = r0; r < r1; ++r, dst += g.ow) {
-            const int64_t ih = r * g.sh - g.ph + i * g.dh;
-            if (ih < 0 || ih >= g.h) {
-              std::fill(dst, dst + g.ow, T(0));
-              continue;
-            }
-            const T* src = plane + ih * g.w + j * g.dw - g.pw;
-            std::fill(dst, dst + cr.lo, T(0));
-            if (g.sw == 1) {
-              std::memcpy(dst + cr.lo, src + cr.lo,
-                          size_t(cr.hi - cr.lo) * sizeof(T));
-            } else {
-              for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] = src[c * g.sw];
-            }
-            std::fill(dst + cr.hi, dst + g.ow, T(0));
-          }
-        }
-      });
+  const bool runs = contiguous_taps(g);
+  auto fill_row = [&](int64_t row) {
+    const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
+    const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
+    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+    const Range rr = valid_rows(g, i, r0, r1);
+    // Output (r, c) is dst[r * OW + c] and reads plane[at + r * SH * W +
+    // c * SW] (in bounds for the valid rows and columns).
+    T* dst = col + row * cols;
+    const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+    const int64_t shift = r0 * g.ow;
+    std::fill(dst, dst + (rr.lo * g.ow - shift), T(0));
+    std::fill(dst + (rr.hi * g.ow - shift), dst + cols, T(0));
+    if (rr.lo >= rr.hi) return;
+    if (runs) {
+      const int64_t first = rr.lo * g.ow + cr.lo;
+      const int64_t last = (rr.hi - 1) * g.ow + cr.hi;
+      if (first < last) {
+        std::memcpy(dst + (first - shift), plane + (at + first),
+                    size_t(last - first) * sizeof(T));
+      }
+    }
+    for (int64_t r = rr.lo; r < rr.hi; ++r) {
+      T* d = dst + (r * g.ow - shift);
+      std::fill(d, d + cr.lo, T(0));
+      if (!runs) {
+        const int64_t s = at + r * g.sh * g.w;
+        for (int64_t c = cr.lo; c < cr.hi; ++c) d[c] = plane[s + c * g.sw];
+      }
+      std::fill(d + cr.hi, d + g.ow, T(0));
+    }
+  };
+  parallel_for(g.k(), std::max<int64_t>(1, 16384 / cols),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t row = b; row < e; ++row) fill_row(row);
+               });
 }
 
 // The adjoint of im2col: adds col's entries back to the input positions they
-// were read from. Split by channel, since only a channel's own rows of col
-// land in its plane.
+// were read from (col's padding entries are zeroed on the way, so that a
+// tap's block adds as one run). Split by channel, since only a channel's
+// own rows of col land in its plane.
 template <class T>
-void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
+void col2im(const Geometry& g, T* col, int64_t r0, int64_t r1, T* x) {
   const int64_t cols = (r1 - r0) * g.ow;
-  const int64_t per_channel = g.kh * g.kw;
-  parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * per_channel)),
+  const bool runs = contiguous_taps(g);
+  auto add_tap = [&](int64_t ci, int64_t i, int64_t j) {
+    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+    const Range rr = valid_rows(g, i, r0, r1);
+    if (rr.lo >= rr.hi) return;
+    // As in im2col: (r, c) is src[r * OW + c - shift] and goes to
+    // plane[at + r * SH * W + c * SW].
+    T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
+    T* plane = x + ci * g.hw();
+    const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+    const int64_t shift = r0 * g.ow;
+    for (int64_t r = rr.lo; r < rr.hi; ++r) {
+      T* s = src + (r * g.ow - shift);
+      if (runs) {
+        std::fill(s, s + cr.lo, T(0));
+        std::fill(s + cr.hi, s + g.ow, T(0));
+      } else {
+        const int64_t d = at + r * g.sh * g.w;
+        for (int64_t c = cr.lo; c < cr.hi; ++c) plane[d + c * g.sw] += s[c];
+      }
+    }
+    if (runs) {
+      const int64_t first = rr.lo * g.ow + cr.lo;
+      const int64_t last = (rr.hi - 1) * g.ow + cr.hi;
+      T* d = plane + (at + first);
+      const T* s = src + (first - shift);
+      for (int64_t k = 0; k < last - first; ++k) d[k] += s[k];
+    }
+  };
+  parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * g.kh * g.kw)),
                [&](int64_t b, int64_t e) {
                  for (int64_t ci = b; ci < e; ++ci) {
-                   T* plane = x + ci * g.hw();
                    for (int64_t i = 0; i < g.kh; ++i) {
-                     for (int64_t j = 0; j < g.kw; ++j) {
-                       const Range cr =
-                           valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-                       const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
-                       for (int64_t r = r0; r < r1; ++r, src += g.ow) {
-                         const int64_t ih = r * g.sh - g.ph + i * g.dh;
-                         if (ih < 0 || ih >= g.h) continue;
-                         T* dst = plane + ih * g.w + j * g.dw - g.pw;
-                         if (g.sw == 1) {
-                           for (int64_t c = cr.lo; c < cr.hi; ++c)
-                             dst[c] += src[c];
-                         } else {
-                           for (int64_t c = cr.lo; c < cr.hi; ++c)
-                             dst[c * g.sw] += src[c];
-                         }
-                       }
-                     }
+                     for (int64_t j = 0; j < g.kw; ++j) add_tap(ci, i, j);
                    }
                  }
                });
@@ -275,6 +313,44 @@ void pad_plane(const Geometry& g, const T* x, T* xpad) {
   std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
 }
 
+// With stride 1 the input gradient is itself a correlation: grad_out,
+// zero-padded by the dilated kernel's extent less one, with the flipped
+// kernel, read at the input's place inside the padding. That runs the
+// forward kernel (sums in registers) instead of scattering tap by tap.
+template <class T>
+void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
+                            T* dx) {
+  const int64_t og = g.og(), taps = g.kh * g.kw;
+  const int64_t eh = (g.kh - 1) * g.dh, ew = (g.kw - 1) * g.dw;
+  const int64_t ld = g.ow + 2 * ew, rows = g.oh + 2 * eh;
+  // Output (ih, iw) with tap (i', j') reads gpad row ph + ih + i' * dh.
+  const DirectShape s{g.kh, g.kw, 1, 1, g.dh, g.dw, g.h, g.w, ld};
+  std::vector<T> flipped(size_t(g.o * taps));
+  for (int64_t oc = 0; oc < g.o; ++oc) {
+    for (int64_t t = 0; t < taps; ++t) {
+      flipped[size_t(oc * taps + t)] = w[oc * taps + taps - 1 - t];
+    }
+  }
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
+  parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+    T* gpad = scratch<T>(size_t(rows * ld));
+    std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / g.c, ci = p % g.c;
+      for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+        const T* plane = gout + (n * g.o + oc) * g.ohw();
+        for (int64_t r = 0; r < g.oh; ++r) {
+          std::memcpy(gpad + (r + eh) * ld + ew, plane + r * g.ow,
+                      size_t(g.ow) * sizeof(T));
+        }
+        direct_forward(s, gpad + g.ph * ld + g.pw, flipped.data() + oc * taps,
+                       T(0), dx + p * g.hw(), /*accumulate=*/oc > ci * og);
+      }
+    }
+  });
+}
+
 template <class T>
 void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
                  const T* bias, T* out) {
@@ -298,6 +374,10 @@ void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
       });
       break;
     case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
+      if (g.sh == 1 && g.sw == 1) {
+        backward_input_flipped(g, a, b, out);
+        break;
+      }
       parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
         T* dxpad = scratch<T>(size_t(padded_size(g)));
         for (int64_t p = begin; p < end; ++p) {
@@ -318,14 +398,22 @@ void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
     case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
       parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
                    [&](int64_t begin, int64_t end) {
+                     std::vector<T> partial(size_t(taps * g.ow));
                      T* xpad = scratch<T>(size_t(padded_size(g)));
                      for (int64_t oc = begin; oc < end; ++oc) {
-                       T* dw = out + oc * taps;
-                       std::fill(dw, dw + taps, T(0));
+                       std::fill(partial.begin(), partial.end(), T(0));
                        for (int64_t n = 0; n < g.n; ++n) {
                          pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
-                         direct_backward_weight(
-                             s, xpad, b + (n * g.o + oc) * g.ohw(), dw);
+                         direct_backward_weight(s, xpad,
+                                                b + (n * g.o + oc) * g.ohw(),
+                                                partial.data());
+                       }
+                       for (int64_t t = 0; t < taps; ++t) {
+                         T sum = T(0);
+                         for (int64_t c = 0; c < g.ow; ++c) {
+                           sum += partial[size_t(t * g.ow + c)];
+                         }
+                         out[oc * taps + t] = sum;
                        }
                      }
                    });

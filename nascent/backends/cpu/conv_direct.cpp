@@ -17,7 +17,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Each output block sums its taps in registers and is stored once.
 template <class T>
-void Forward(const DirectShape& s, const T* xpad, const T* w, T bias, T* out) {
+void Forward(const DirectShape& s, const T* xpad, const T* w, T bias, T* out,
+             bool accumulate) {
   for (int64_t r = 0; r < s.oh; ++r) {
     const T* rows = xpad + r * s.sh * s.ld;
     T* orow = out + r * s.ow;
@@ -25,7 +26,7 @@ void Forward(const DirectShape& s, const T* xpad, const T* w, T bias, T* out) {
 #if HWY_TARGET != HWY_SCALAR
     if (s.sw <= 2) {
       c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
-        auto acc = hn::Set(d, bias);
+        auto acc = accumulate ? hn::LoadU(d, orow + c0) : hn::Set(d, bias);
         for (int64_t i = 0; i < s.kh; ++i) {
           const T* row = rows + i * s.dh * s.ld + c0 * s.sw;
           for (int64_t j = 0; j < s.kw; ++j) {
@@ -38,7 +39,7 @@ void Forward(const DirectShape& s, const T* xpad, const T* w, T bias, T* out) {
     }
 #endif
     for (; c < s.ow; ++c) {
-      T acc = bias;
+      T acc = accumulate ? orow[c] : bias;
       for (int64_t i = 0; i < s.kh; ++i) {
         for (int64_t j = 0; j < s.kw; ++j) {
           acc += w[i * s.kw + j] * rows[i * s.dh * s.ld + c * s.sw + j * s.dw];
@@ -77,65 +78,44 @@ void BackwardInput(const DirectShape& s, const T* grad_out, const T* w,
   }
 }
 
-// One dot product per tap over the whole plane. Each block width of a row
-// (full, half, quarter vector: the same split in every row) keeps its own
-// accumulator, summed across lanes once at the end.
+// partial[tap, c] += sum over rows of grad_out[r, c] * input[r, c, tap]:
+// every (tap, column) is its own running sum, kept in memory, so the
+// multiply-adds of a row are independent (one register accumulator per tap
+// would chain them on the FMA latency). The caller sums over c at the end.
 template <class T>
 void BackwardWeight(const DirectShape& s, const T* xpad, const T* grad_out,
-                    T* dw) {
-  for (int64_t i = 0; i < s.kh; ++i) {
-    for (int64_t j = 0; j < s.kw; ++j) {
-      const T* tap = xpad + i * s.dh * s.ld + j * s.dw;
-      T total = T(0);
-#if HWY_TARGET != HWY_SCALAR
-      const hn::ScalableTag<T> d;
-      const hn::Half<decltype(d)> d2;
-      const hn::Half<decltype(d2)> d4;
-      auto acc = hn::Zero(d);
-      auto acc2 = hn::Zero(d2);
-      auto acc4 = hn::Zero(d4);
-#endif
-      for (int64_t r = 0; r < s.oh; ++r) {
-        const T* grow = grad_out + r * s.ow;
-        const T* xrow = tap + r * s.sh * s.ld;
+                    T* partial) {
+  for (int64_t r = 0; r < s.oh; ++r) {
+    const T* grow = grad_out + r * s.ow;
+    for (int64_t i = 0; i < s.kh; ++i) {
+      const T* row = xpad + (r * s.sh + i * s.dh) * s.ld;
+      for (int64_t j = 0; j < s.kw; ++j) {
+        const T* xrow = row + j * s.dw;
+        T* sums = partial + (i * s.kw + j) * s.ow;
         int64_t c = 0;
 #if HWY_TARGET != HWY_SCALAR
         if (s.sw <= 2) {
-          c = simd::for_blocks<T>(0, s.ow, [&](auto db, int64_t c0) {
-            const auto g = hn::LoadU(db, grow + c0);
-            const auto x = simd::load_strided(db, xrow + c0 * s.sw, s.sw);
-            // Chosen by lane count (decltype of the captured accumulators
-            // misleads GCC 12 inside a generic lambda in a template).
-            constexpr size_t lanes = hn::MaxLanes(decltype(db)());
-            if constexpr (lanes == hn::MaxLanes(decltype(d)())) {
-              acc = hn::MulAdd(g, x, acc);
-            } else if constexpr (lanes == hn::MaxLanes(decltype(d2)())) {
-              acc2 = hn::MulAdd(g, x, acc2);
-            } else {
-              acc4 = hn::MulAdd(g, x, acc4);
-            }
+          c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
+            hn::StoreU(hn::MulAdd(hn::LoadU(d, grow + c0),
+                                  simd::load_strided(d, xrow + c0 * s.sw, s.sw),
+                                  hn::LoadU(d, sums + c0)),
+                       d, sums + c0);
           });
         }
 #endif
-        for (; c < s.ow; ++c) total += grow[c] * xrow[c * s.sw];
+        for (; c < s.ow; ++c) sums[c] += grow[c] * xrow[c * s.sw];
       }
-#if HWY_TARGET != HWY_SCALAR
-      total += hn::GetLane(hn::SumOfLanes(d, acc)) +
-               hn::GetLane(hn::SumOfLanes(d2, acc2)) +
-               hn::GetLane(hn::SumOfLanes(d4, acc4));
-#endif
-      dw[i * s.kw + j] += total;
     }
   }
 }
 
 void ForwardF32(const DirectShape& s, const float* xpad, const float* w,
-                float bias, float* out) {
-  Forward(s, xpad, w, bias, out);
+                float bias, float* out, bool accumulate) {
+  Forward(s, xpad, w, bias, out, accumulate);
 }
 void ForwardF64(const DirectShape& s, const double* xpad, const double* w,
-                double bias, double* out) {
-  Forward(s, xpad, w, bias, out);
+                double bias, double* out, bool accumulate) {
+  Forward(s, xpad, w, bias, out, accumulate);
 }
 void BackwardInputF32(const DirectShape& s, const float* grad_out,
                       const float* w, float* dxpad) {
@@ -146,12 +126,12 @@ void BackwardInputF64(const DirectShape& s, const double* grad_out,
   BackwardInput(s, grad_out, w, dxpad);
 }
 void BackwardWeightF32(const DirectShape& s, const float* xpad,
-                       const float* grad_out, float* dw) {
-  BackwardWeight(s, xpad, grad_out, dw);
+                       const float* grad_out, float* partial) {
+  BackwardWeight(s, xpad, grad_out, partial);
 }
 void BackwardWeightF64(const DirectShape& s, const double* xpad,
-                       const double* grad_out, double* dw) {
-  BackwardWeight(s, xpad, grad_out, dw);
+                       const double* grad_out, double* partial) {
+  BackwardWeight(s, xpad, grad_out, partial);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -169,12 +149,12 @@ HWY_EXPORT(BackwardWeightF32);
 HWY_EXPORT(BackwardWeightF64);
 
 void direct_forward(const DirectShape& s, const float* xpad, const float* w,
-                    float bias, float* out) {
-  HWY_DYNAMIC_DISPATCH(ForwardF32)(s, xpad, w, bias, out);
+                    float bias, float* out, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(ForwardF32)(s, xpad, w, bias, out, accumulate);
 }
 void direct_forward(const DirectShape& s, const double* xpad, const double* w,
-                    double bias, double* out) {
-  HWY_DYNAMIC_DISPATCH(ForwardF64)(s, xpad, w, bias, out);
+                    double bias, double* out, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(ForwardF64)(s, xpad, w, bias, out, accumulate);
 }
 void direct_backward_input(const DirectShape& s, const float* grad_out,
                            const float* w, float* dxpad) {
@@ -185,12 +165,12 @@ void direct_backward_input(const DirectShape& s, const double* grad_out,
   HWY_DYNAMIC_DISPATCH(BackwardInputF64)(s, grad_out, w, dxpad);
 }
 void direct_backward_weight(const DirectShape& s, const float* xpad,
-                            const float* grad_out, float* dw) {
-  HWY_DYNAMIC_DISPATCH(BackwardWeightF32)(s, xpad, grad_out, dw);
+                            const float* grad_out, float* partial) {
+  HWY_DYNAMIC_DISPATCH(BackwardWeightF32)(s, xpad, grad_out, partial);
 }
 void direct_backward_weight(const DirectShape& s, const double* xpad,
-                            const double* grad_out, double* dw) {
-  HWY_DYNAMIC_DISPATCH(BackwardWeightF64)(s, xpad, grad_out, dw);
+                            const double* grad_out, double* partial) {
+  HWY_DYNAMIC_DISPATCH(BackwardWeightF64)(s, xpad, grad_out, partial);
 }
 
 }  // namespace nascent::cpu

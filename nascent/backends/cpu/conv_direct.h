@@ -18,11 +18,12 @@ struct DirectShape {
   int64_t ld;      // Row stride of the padded input plane.
 };
 
-// out = bias + the correlation of xpad with w.
+// out = bias + the correlation of xpad with w; with accumulate, out +=
+// the correlation (bias unused).
 void direct_forward(const DirectShape& s, const float* xpad, const float* w,
-                    float bias, float* out);
+                    float bias, float* out, bool accumulate = false);
 void direct_forward(const DirectShape& s, const double* xpad, const double* w,
-                    double bias, double* out);
+                    double bias, double* out, bool accumulate = false);
 
 // dxpad += every tap of w times grad_out, scattered back (the adjoint).
 void direct_backward_input(const DirectShape& s, const float* grad_out,
@@ -30,10 +31,12 @@ void direct_backward_input(const DirectShape& s, const float* grad_out,
 void direct_backward_input(const DirectShape& s, const double* grad_out,
                            const double* w, double* dxpad);
 
-// dw[tap] += the sum over outputs of grad_out times the tap's input.
+// partial[tap * ow + c] += the sum over output rows of grad_out times the
+// tap's input, at output column c; the weight gradient of a tap is the sum
+// of its ow partial sums (left to the caller, after all images).
 void direct_backward_weight(const DirectShape& s, const float* xpad,
-                            const float* grad_out, float* dw);
+                            const float* grad_out, float* partial);
 void direct_backward_weight(const DirectShape& s, const double* xpad,
-                            const double* grad_out, double* dw);
+                            const double* grad_out, double* partial);
 
 }  // namespace nascent::cpu
