@@ -76,16 +76,20 @@ std::vector<Case> make_cases(nascent::Backend& cpu) {
                        nascent::conv2d_backward_weight(x, g, l.w, pad1);
                      }});
   }
-  for (const auto& [name, shape] :
-       {std::pair<const char*, Shape>{"pool1", {64, 32, 28, 28}},
-        std::pair<const char*, Shape>{"pool2", {64, 64, 14, 14}}}) {
+  struct Pool {
+    const char* name;
+    Shape x;
+  };
+  for (const Pool& l :
+       {Pool{"pool1", {64, 32, 28, 28}}, Pool{"pool2", {64, 64, 14, 14}}}) {
+    const Shape shape = l.x;
     Tensor x = nascent::randn(shape, cpu, 5);
-    auto [y, idx] = nascent::max_pool2d_with_indices(x, pool2);
-    Tensor g = nascent::randn(y.shape(), cpu, 6);
-    std::string n = name;
+    const auto forward = nascent::max_pool2d_with_indices(x, pool2);
+    const Tensor indices = forward.second;
+    Tensor g = nascent::randn(forward.first.shape(), cpu, 6);
+    std::string n = l.name;
     cases.push_back(
         {n + "_max_fwd", [=] { nascent::max_pool2d_with_indices(x, pool2); }});
-    Tensor indices = idx;
     cases.push_back({n + "_max_bwd", [=] {
                        nascent::max_pool2d_backward(g, indices, shape, pool2);
                      }});

@@ -24,18 +24,21 @@ void Forward(const DirectShape& s, const T* xpad, const T* w, T bias, T* out,
     T* orow = out + r * s.ow;
     int64_t c = 0;
 #if HWY_TARGET != HWY_SCALAR
-    if (s.sw <= 2) {
-      c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
-        auto acc = accumulate ? hn::LoadU(d, orow + c0) : hn::Set(d, bias);
-        for (int64_t i = 0; i < s.kh; ++i) {
-          const T* row = rows + i * s.dh * s.ld + c0 * s.sw;
-          for (int64_t j = 0; j < s.kw; ++j) {
-            acc = hn::MulAdd(hn::Set(d, w[i * s.kw + j]),
+    if constexpr (simd::kHasLanes<T>) {
+      if (s.sw <= 2) {
+        c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
+          auto acc = accumulate ? hn::LoadU(d, orow + c0) : hn::Set(d, bias);
+          for (int64_t i = 0; i < s.kh; ++i) {
+            const T* row = rows + i * s.dh * s.ld + c0 * s.sw;
+            for (int64_t j = 0; j < s.kw; ++j) {
+              acc =
+                  hn::MulAdd(hn::Set(d, w[i * s.kw + j]),
                              simd::load_strided(d, row + j * s.dw, s.sw), acc);
+            }
           }
-        }
-        hn::StoreU(acc, d, orow + c0);
-      });
+          hn::StoreU(acc, d, orow + c0);
+        });
+      }
     }
 #endif
     for (; c < s.ow; ++c) {
@@ -64,12 +67,14 @@ void BackwardInput(const DirectShape& s, const T* grad_out, const T* w,
         T* dst = rows + i * s.dh * s.ld + j * s.dw;
         int64_t c = 0;
 #if HWY_TARGET != HWY_SCALAR
-        if (s.sw == 1) {
-          c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
-            hn::StoreU(hn::MulAdd(hn::Set(d, wv), hn::LoadU(d, grow + c0),
-                                  hn::LoadU(d, dst + c0)),
-                       d, dst + c0);
-          });
+        if constexpr (simd::kHasLanes<T>) {
+          if (s.sw == 1) {
+            c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
+              hn::StoreU(hn::MulAdd(hn::Set(d, wv), hn::LoadU(d, grow + c0),
+                                    hn::LoadU(d, dst + c0)),
+                         d, dst + c0);
+            });
+          }
         }
 #endif
         for (; c < s.ow; ++c) dst[c * s.sw] += wv * grow[c];
@@ -94,13 +99,16 @@ void BackwardWeight(const DirectShape& s, const T* xpad, const T* grad_out,
         T* sums = partial + (i * s.kw + j) * s.ow;
         int64_t c = 0;
 #if HWY_TARGET != HWY_SCALAR
-        if (s.sw <= 2) {
-          c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
-            hn::StoreU(hn::MulAdd(hn::LoadU(d, grow + c0),
-                                  simd::load_strided(d, xrow + c0 * s.sw, s.sw),
-                                  hn::LoadU(d, sums + c0)),
-                       d, sums + c0);
-          });
+        if constexpr (simd::kHasLanes<T>) {
+          if (s.sw <= 2) {
+            c = simd::for_blocks<T>(0, s.ow, [&](auto d, int64_t c0) {
+              hn::StoreU(
+                  hn::MulAdd(hn::LoadU(d, grow + c0),
+                             simd::load_strided(d, xrow + c0 * s.sw, s.sw),
+                             hn::LoadU(d, sums + c0)),
+                  d, sums + c0);
+            });
+          }
         }
 #endif
         for (; c < s.ow; ++c) sums[c] += grow[c] * xrow[c * s.sw];

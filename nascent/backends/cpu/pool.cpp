@@ -65,7 +65,7 @@ HWY_INLINE void max_block(D d, const T* x, int64_t w, int64_t h0, int64_t h1,
   }
   hn::StoreU(best, d, out + c);
   if (indices != nullptr) {
-    TI lanes[hn::MaxLanes(di)];
+    TI lanes[hn::MaxLanes(decltype(di)())];
     hn::StoreU(best_index, di, lanes);
     for (size_t l = 0; l < hn::Lanes(di); ++l) indices[c + l] = lanes[l];
   }
@@ -93,9 +93,13 @@ int64_t MaxPoolRow(const T* x, int64_t w, int64_t h0, int64_t h1, int64_t kw,
 #if HWY_TARGET == HWY_SCALAR
   return c0;
 #else
-  return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
-    max_block(d, x, w, h0, h1, kw, sw, pw, c, out, indices);
-  });
+  if constexpr (!simd::kHasLanes<T>) {
+    return c0;
+  } else {
+    return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
+      max_block(d, x, w, h0, h1, kw, sw, pw, c, out, indices);
+    });
+  }
 #endif
 }
 
@@ -106,9 +110,13 @@ int64_t AvgPoolRow(const T* x, int64_t w, int64_t h0, int64_t h1, int64_t kw,
 #if HWY_TARGET == HWY_SCALAR
   return c0;
 #else
-  return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
-    avg_block(d, x, w, h0, h1, kw, sw, pw, c, divisor, out);
-  });
+  if constexpr (!simd::kHasLanes<T>) {
+    return c0;
+  } else {
+    return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
+      avg_block(d, x, w, h0, h1, kw, sw, pw, c, divisor, out);
+    });
+  }
 #endif
 }
 

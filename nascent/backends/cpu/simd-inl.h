@@ -26,6 +26,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // their scalar code.
 #if HWY_TARGET != HWY_SCALAR
 
+// Whether this target has vectors of T: Highway 1.0 has no f64 lanes on
+// WASM and Armv7, where f64 kernels run their scalar code.
+template <class T>
+inline constexpr bool kHasLanes = sizeof(T) != 8 || HWY_HAVE_FLOAT64;
+
 // Lanes p[0], p[s], p[2 s], ... for a stride s of 1 or 2. For 2: the even
 // lanes of p[0, L) below and the odd lanes of p[L - 1, 2L - 1) above, so
 // that no read goes past the last lane kept (the data may end there).
@@ -50,13 +55,13 @@ HWY_INLINE int64_t for_blocks(int64_t c0, int64_t c1, const Block& block) {
     block(d, c);
   }
   const hn::Half<decltype(d)> d2;
-  if constexpr (hn::MaxLanes(d2) >= 2) {
+  if constexpr (hn::MaxLanes(decltype(d2)()) >= 2) {
     if (c + int64_t(hn::Lanes(d2)) <= c1) {
       block(d2, c);
       c += int64_t(hn::Lanes(d2));
     }
     const hn::Half<decltype(d2)> d4;
-    if constexpr (hn::MaxLanes(d4) >= 2) {
+    if constexpr (hn::MaxLanes(decltype(d4)()) >= 2) {
       if (c + int64_t(hn::Lanes(d4)) <= c1) {
         block(d4, c);
         c += int64_t(hn::Lanes(d4));
