@@ -7,7 +7,8 @@
 //   images never need a [K, OH*OW] buffer, let alone one for the batch.
 // - 1x1, stride 1, no padding: the input plane already is col; no copy.
 // - one input channel per group (depthwise, and the usual first layer with
-//   C = 1): direct loops, since a GEMM with K = KH*KW is all overhead.
+//   C = 1): direct SIMD kernels on zero-padded planes (conv_direct.cpp),
+//   since a GEMM with K = KH*KW is all overhead.
 //
 // Threads: with enough images each thread takes whole images and runs GEMM
 // serially (no sharing, no false sharing of outputs); with few images the
@@ -83,7 +84,8 @@ Range valid_outputs(int64_t size, int64_t out, int64_t stride, int64_t pad,
 }
 
 // Per-thread scratch reused across calls, so im2col does not fault in fresh
-// pages on every call. Bounded by kColBytes (or one output row of col).
+// pages on every call. Holds one im2col block (at most kColBytes, or one
+// output row of col) or one padded plane.
 template <class T>
 T* scratch(size_t n) {
   thread_local std::vector<T> buffer;
@@ -98,7 +100,6 @@ int64_t rows_per_block(const Geometry& g, size_t itemsize) {
                              g.oh);
 }
 
-// Rows of `col` (one per channel and tap) and the input rows they read.
 // With stride 1 and OW == W ("same" convolutions) the rows of a col row
 // and of the input plane line up, so a tap's whole block is one contiguous
 // run of the plane: im2col copies it at once and then zeroes the padding
@@ -157,39 +158,24 @@ void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
 }
 
 // The adjoint of im2col: adds col's entries back to the input positions they
-// were read from (col's padding entries are zeroed on the way, so that a
-// tap's block adds as one run). Split by channel, since only a channel's
-// own rows of col land in its plane.
+// were read from. Split by channel, since only a channel's own rows of col
+// land in its plane. (Stride-1 gradients run as a forward convolution
+// instead, see flip_backward_input.)
 template <class T>
-void col2im(const Geometry& g, T* col, int64_t r0, int64_t r1, T* x) {
+void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
   const int64_t cols = (r1 - r0) * g.ow;
-  const bool runs = contiguous_taps(g);
   auto add_tap = [&](int64_t ci, int64_t i, int64_t j) {
     const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
     const Range rr = valid_rows(g, i, r0, r1);
-    if (rr.lo >= rr.hi) return;
-    // As in im2col: (r, c) is src[r * OW + c - shift] and goes to
+    // As in im2col: (r, c) is src[(r - r0) * OW + c] and goes to
     // plane[at + r * SH * W + c * SW].
-    T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
+    const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
     T* plane = x + ci * g.hw();
     const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
-    const int64_t shift = r0 * g.ow;
     for (int64_t r = rr.lo; r < rr.hi; ++r) {
-      T* s = src + (r * g.ow - shift);
-      if (runs) {
-        std::fill(s, s + cr.lo, T(0));
-        std::fill(s + cr.hi, s + g.ow, T(0));
-      } else {
-        const int64_t d = at + r * g.sh * g.w;
-        for (int64_t c = cr.lo; c < cr.hi; ++c) plane[d + c * g.sw] += s[c];
-      }
-    }
-    if (runs) {
-      const int64_t first = rr.lo * g.ow + cr.lo;
-      const int64_t last = (rr.hi - 1) * g.ow + cr.hi;
-      T* d = plane + (at + first);
-      const T* s = src + (first - shift);
-      for (int64_t k = 0; k < last - first; ++k) d[k] += s[k];
+      const T* s = src + (r - r0) * g.ow;
+      const int64_t d = at + r * g.sh * g.w;
+      for (int64_t c = cr.lo; c < cr.hi; ++c) plane[d + c * g.sw] += s[c];
     }
   };
   parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * g.kh * g.kw)),
@@ -238,25 +224,25 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
   }
 }
 
-// grad_x = col2im(W_g^T grad_out_g), block by block.
+// grad_x = col2im(W_g^T grad_out_g), block by block: the strided case
+// (stride 1, the 1x1 case included, runs as a forward convolution).
 template <class T>
 void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
-  if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
-  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  std::fill(dx, dx + g.c * g.hw(), T(0));
+  const int64_t block = rows_per_block(g, sizeof(T));
+  T* col = scratch<T>(size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* gg = gout + grp * og * ohw;
     T* dxg = dx + grp * g.cg() * g.hw();
     for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
       const int64_t r1 = std::min(g.oh, r0 + block);
-      const int64_t cols = (r1 - r0) * g.ow;
       GemmArgs args;
-      args.m = k, args.n = cols, args.k = og;
+      args.m = k, args.n = (r1 - r0) * g.ow, args.k = og;
       args.rsa = 1, args.csa = k, args.rsb = ohw, args.csb = 1;
-      args.ldc = g.pointwise() ? g.hw() : cols;
-      gemm(args, w + grp * og * k, gg + r0 * g.ow, g.pointwise() ? dxg : col);
-      if (!g.pointwise()) col2im(g, col, r0, r1, dxg);
+      args.ldc = args.n;
+      gemm(args, w + grp * og * k, gg + r0 * g.ow, col);
+      col2im(g, col, r0, r1, dxg);
     }
   }
 }
@@ -440,6 +426,42 @@ void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   }
 }
 
+// With stride 1 the input gradient is a forward convolution of grad_out
+// with the flipped kernel, input and output channels swapped, and padding
+// (KH - 1) * DH - PH: im2col of grad_out and a GEMM that writes grad_x
+// directly, instead of a GEMM into col and col2im's scattered adds (a
+// third of the time). Needs that padding to be non-negative.
+bool flip_backward_input(const Geometry& g) {
+  return g.sh == 1 && g.sw == 1 && g.ph <= (g.kh - 1) * g.dh &&
+         g.pw <= (g.kw - 1) * g.dw;
+}
+
+template <class T>
+void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
+                               T* dx) {
+  const int64_t og = g.og(), cg = g.cg(), taps = g.kh * g.kw;
+  // flipped[grp * Cg + ci, m, i, j] = w[grp * Og + m, ci, KH-1-i, KW-1-j].
+  std::vector<T> flipped(size_t(g.o * cg * taps));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    for (int64_t m = 0; m < og; ++m) {
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const T* src = w + ((grp * og + m) * cg + ci) * taps;
+        T* dst = flipped.data() + ((grp * cg + ci) * og + m) * taps;
+        for (int64_t t = 0; t < taps; ++t) dst[taps - 1 - t] = src[t];
+      }
+    }
+  }
+  Geometry f = g;  // Stride 1 and dilation stay.
+  f.c = g.o, f.h = g.oh, f.w = g.ow;
+  f.o = g.c, f.oh = g.h, f.ow = g.w;
+  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
+  for_each_image(g.n, [&](int64_t n) {
+    forward_image(f, gout + n * y_size, flipped.data(),
+                  static_cast<T*>(nullptr), dx + n * x_size);
+  });
+}
+
 template <class T>
 void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
                const T* bias, T* out) {
@@ -451,6 +473,10 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
       });
       break;
     case ConvOp::conv2d_backward_input:
+      if (flip_backward_input(g)) {
+        backward_input_as_forward(g, a, b, out);
+        break;
+      }
       for_each_image(g.n, [&](int64_t n) {
         backward_input_image(g, a + n * y_size, b, out + n * x_size);
       });
