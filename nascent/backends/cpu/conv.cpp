@@ -140,14 +140,22 @@ void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
         std::memcpy(dst + (first - shift), plane + (at + first),
                     size_t(last - first) * sizeof(T));
       }
+      // The run brought neighbouring rows' ends into the padding columns:
+      // zero them column by column (a strided loop, where one short fill
+      // per row would be a library call per row).
+      T* d = dst + (rr.lo * g.ow - shift);
+      auto zero_column = [&](int64_t c) {
+        for (int64_t r = 0; r < rr.hi - rr.lo; ++r) d[r * g.ow + c] = T(0);
+      };
+      for (int64_t c = 0; c < cr.lo; ++c) zero_column(c);
+      for (int64_t c = cr.hi; c < g.ow; ++c) zero_column(c);
+      return;
     }
     for (int64_t r = rr.lo; r < rr.hi; ++r) {
       T* d = dst + (r * g.ow - shift);
+      const int64_t s = at + r * g.sh * g.w;
       std::fill(d, d + cr.lo, T(0));
-      if (!runs) {
-        const int64_t s = at + r * g.sh * g.w;
-        for (int64_t c = cr.lo; c < cr.hi; ++c) d[c] = plane[s + c * g.sw];
-      }
+      for (int64_t c = cr.lo; c < cr.hi; ++c) d[c] = plane[s + c * g.sw];
       std::fill(d + cr.hi, d + g.ow, T(0));
     }
   };
