@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <string>
@@ -40,11 +41,18 @@ int calls_per_round(const std::function<void()>& fn) {
   return std::max(1, int(0.02 / std::max(seconds_now() - t0, 1e-6)));
 }
 
-// One round: ms per call averaged over `calls` calls.
-double round_ms(const std::function<void()>& fn, int calls) {
-  double start = seconds_now();
+// Process CPU time (all threads), for single-thread runs on a busy machine:
+// unlike wall time it does not count the time the process sat descheduled.
+double cpu_seconds_now() {
+  return double(std::clock()) / CLOCKS_PER_SEC;
+}
+
+// One round: ms per call averaged over `calls` calls, by wall or CPU clock.
+double round_ms(const std::function<void()>& fn, int calls, bool cpu_clock) {
+  auto now = cpu_clock ? cpu_seconds_now : seconds_now;
+  double start = now();
   for (int i = 0; i < calls; ++i) fn();
-  return (seconds_now() - start) / calls * 1e3;
+  return (now() - start) / calls * 1e3;
 }
 
 struct Case {
@@ -76,16 +84,20 @@ std::vector<Case> make_cases(nascent::Backend& cpu) {
                        nascent::conv2d_backward_weight(x, g, l.w, pad1);
                      }});
   }
-  for (const auto& [name, shape] :
-       {std::pair<const char*, Shape>{"pool1", {64, 32, 28, 28}},
-        std::pair<const char*, Shape>{"pool2", {64, 64, 14, 14}}}) {
+  struct Pool {
+    const char* name;
+    Shape x;
+  };
+  for (const Pool& l :
+       {Pool{"pool1", {64, 32, 28, 28}}, Pool{"pool2", {64, 64, 14, 14}}}) {
+    const Shape shape = l.x;
     Tensor x = nascent::randn(shape, cpu, 5);
-    auto [y, idx] = nascent::max_pool2d_with_indices(x, pool2);
-    Tensor g = nascent::randn(y.shape(), cpu, 6);
-    std::string n = name;
+    const auto forward = nascent::max_pool2d_with_indices(x, pool2);
+    const Tensor indices = forward.second;
+    Tensor g = nascent::randn(forward.first.shape(), cpu, 6);
+    std::string n = l.name;
     cases.push_back(
         {n + "_max_fwd", [=] { nascent::max_pool2d_with_indices(x, pool2); }});
-    Tensor indices = idx;
     cases.push_back({n + "_max_bwd", [=] {
                        nascent::max_pool2d_backward(g, indices, shape, pool2);
                      }});
@@ -98,7 +110,7 @@ std::vector<Case> make_cases(nascent::Backend& cpu) {
 // Without --serve: for each thread count and case, the best of `rounds`
 // rounds. With --serve (used by torch_conv.py, so that nascent and PyTorch
 // rounds alternate and see the same load on a shared machine): reads lines
-// "<case> <threads>" and answers each with the ms of one round.
+// "<case> <threads> <wall|cpu>" and answers each with the ms of one round.
 int main(int argc, char** argv) {
   std::vector<int> threads = {1, 2};
   int rounds = 7;
@@ -130,19 +142,21 @@ int main(int argc, char** argv) {
   nascent::Backend& cpu = nascent::default_backend();
   std::vector<Case> cases = make_cases(cpu);
   std::map<std::pair<std::string, int>, int> calls;
-  auto run_round = [&](const Case& c, int t) {
+  auto run_round = [&](const Case& c, int t, bool cpu_clock) {
     if (nascent::cpu::num_threads() != t) nascent::cpu::set_num_threads(t);
     auto key = std::make_pair(c.name, t);
     if (!calls.count(key)) calls[key] = calls_per_round(c.run);
-    return round_ms(c.run, calls[key]);
+    return round_ms(c.run, calls[key], cpu_clock);
   };
   if (serve) {
-    char name[128];
+    char name[128], clock_name[8];
     int t;
-    while (std::scanf("%127s %d", name, &t) == 2) {
+    while (std::scanf("%127s %d %7s", name, &t, clock_name) == 3) {
       auto it = std::find_if(cases.begin(), cases.end(),
                              [&](const Case& c) { return c.name == name; });
-      std::printf("%.4f\n", it == cases.end() ? -1.0 : run_round(*it, t));
+      const bool cpu_clock = std::string(clock_name) == "cpu";
+      std::printf("%.4f\n",
+                  it == cases.end() ? -1.0 : run_round(*it, t, cpu_clock));
       std::fflush(stdout);
     }
     return 0;
@@ -151,7 +165,9 @@ int main(int argc, char** argv) {
     for (const Case& c : cases) {
       if (c.name.find(filter) == std::string::npos) continue;
       double best = 1e30;
-      for (int r = 0; r < rounds; ++r) best = std::min(best, run_round(c, t));
+      for (int r = 0; r < rounds; ++r) {
+        best = std::min(best, run_round(c, t, false));
+      }
       std::printf("%s %d %.4f\n", c.name.c_str(), t, best);
       std::fflush(stdout);
     }

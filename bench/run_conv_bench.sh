@@ -1,14 +1,16 @@
 #!/bin/sh
 # Builds conv_bench and runs it beside PyTorch on the same cases and thread
 # counts, rounds alternating, and prints one table.
-# Usage: bench/run_conv_bench.sh [threads, e.g. 1,2] [rounds]
+# Usage: bench/run_conv_bench.sh [threads, e.g. 1,2] [rounds] [wall|cpu]
+# (cpu: process CPU time, steadier for one thread on a shared machine.)
 set -e
 cd "$(dirname "$0")/.."
 threads=${1:-1,2}
 rounds=${2:-15}
+clock=${3:-wall}
 build=${NASCENT_BENCH_BUILD:-build/bench}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DNASCENT_BUILD_BENCH=ON -DNASCENT_BUILD_TESTS=OFF >/dev/null
 ninja -C "$build" -j2 conv_bench >/dev/null
 /usr/bin/python3 bench/torch_conv.py --threads "$threads" --rounds "$rounds" \
-  --nascent "$build/bench/conv_bench"
+  --clock "$clock" --nascent "$build/bench/conv_bench"

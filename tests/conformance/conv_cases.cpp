@@ -82,6 +82,12 @@ const ConvConfig kConfigs[] = {
      {8, 16, 3, 3},
      params(1, 1, 1, 1),
      true},
+    // Strided, so the input gradient goes through col2im, in blocks too.
+    {"large strided, col2im in blocks",
+     {1, 16, 41, 300},
+     {8, 16, 3, 3},
+     params(2, 2, 1, 1),
+     false},
     {"empty batch", {0, 3, 5, 5}, {2, 3, 3, 3}, params(1, 1, 0, 0), true},
 };
 

@@ -207,7 +207,9 @@ TEST_F(ConvErrors, PoolShapes) {
 
 TEST_F(ConvErrors, PoolBackward) {
   Pool2dParams p = pool(2, 2, 0);
-  auto [y, idx] = max_pool2d_with_indices(x, p);
+  // Plain variables: clang 14 cannot capture structured bindings.
+  const auto forward = max_pool2d_with_indices(x, p);
+  const Tensor y = forward.first, idx = forward.second;
   Tensor g = zeros({2, 4, 3, 2}, cpu);
   expect_error<ShapeError>(
       [&] { max_pool2d_backward(g, idx, x.shape(), p); },

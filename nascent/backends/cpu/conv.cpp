@@ -7,7 +7,8 @@
 //   images never need a [K, OH*OW] buffer, let alone one for the batch.
 // - 1x1, stride 1, no padding: the input plane already is col; no copy.
 // - one input channel per group (depthwise, and the usual first layer with
-//   C = 1): direct loops, since a GEMM with K = KH*KW is all overhead.
+//   C = 1): direct SIMD kernels on zero-padded planes (conv_direct.cpp),
+//   since a GEMM with K = KH*KW is all overhead.
 //
 // Threads: with enough images each thread takes whole images and runs GEMM
 // serially (no sharing, no false sharing of outputs); with few images the
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/conv_direct.h"
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
@@ -82,7 +84,8 @@ Range valid_outputs(int64_t size, int64_t out, int64_t stride, int64_t pad,
 }
 
 // Per-thread scratch reused across calls, so im2col does not fault in fresh
-// pages on every call. Bounded by kColBytes (or one output row of col).
+// pages on every call. Holds one im2col block (at most kColBytes, or one
+// output row of col) or one padded plane.
 template <class T>
 T* scratch(size_t n) {
   thread_local std::vector<T> buffer;
@@ -97,67 +100,97 @@ int64_t rows_per_block(const Geometry& g, size_t itemsize) {
                              g.oh);
 }
 
+// With stride 1 and OW == W ("same" convolutions) the rows of a col row
+// and of the input plane line up, so a tap's whole block is one contiguous
+// run of the plane: im2col copies it at once and then zeroes the padding
+// columns, instead of one short copy per output row.
+bool contiguous_taps(const Geometry& g) {
+  return g.sh == 1 && g.sw == 1 && g.w == g.ow;
+}
+
+// Output rows of [r0, r1) whose input row for kernel row i is inside.
+Range valid_rows(const Geometry& g, int64_t i, int64_t r0, int64_t r1) {
+  const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
+  return {std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)};
+}
+
 // col[K, (r1 - r0) * OW] of one image and group (x points at its first
 // channel) for output rows [r0, r1). Padding reads as zero.
 template <class T>
 void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
   const int64_t cols = (r1 - r0) * g.ow;
-  parallel_for(
-      g.k(), std::max<int64_t>(1, 16384 / cols), [&](int64_t b, int64_t e) {
-        for (int64_t row = b; row < e; ++row) {
-          const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
-          const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
-          const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-          T* dst = col + row * cols;
-          for (int64_t r = r0; r < r1; ++r, dst += g.ow) {
-            const int64_t ih = r * g.sh - g.ph + i * g.dh;
-            if (ih < 0 || ih >= g.h) {
-              std::fill(dst, dst + g.ow, T(0));
-              continue;
-            }
-            const T* src = plane + ih * g.w + j * g.dw - g.pw;
-            std::fill(dst, dst + cr.lo, T(0));
-            if (g.sw == 1) {
-              std::memcpy(dst + cr.lo, src + cr.lo,
-                          size_t(cr.hi - cr.lo) * sizeof(T));
-            } else {
-              for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] = src[c * g.sw];
-            }
-            std::fill(dst + cr.hi, dst + g.ow, T(0));
-          }
-        }
-      });
+  const bool runs = contiguous_taps(g);
+  auto fill_row = [&](int64_t row) {
+    const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
+    const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
+    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+    const Range rr = valid_rows(g, i, r0, r1);
+    // Output (r, c) is dst[r * OW + c] and reads plane[at + r * SH * W +
+    // c * SW] (in bounds for the valid rows and columns).
+    T* dst = col + row * cols;
+    const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+    const int64_t shift = r0 * g.ow;
+    std::fill(dst, dst + (rr.lo * g.ow - shift), T(0));
+    std::fill(dst + (rr.hi * g.ow - shift), dst + cols, T(0));
+    if (rr.lo >= rr.hi) return;
+    if (runs) {
+      const int64_t first = rr.lo * g.ow + cr.lo;
+      const int64_t last = (rr.hi - 1) * g.ow + cr.hi;
+      if (first < last) {
+        std::memcpy(dst + (first - shift), plane + (at + first),
+                    size_t(last - first) * sizeof(T));
+      }
+      // The run brought neighbouring rows' ends into the padding columns:
+      // zero them column by column (a strided loop, where one short fill
+      // per row would be a library call per row).
+      T* d = dst + (rr.lo * g.ow - shift);
+      auto zero_column = [&](int64_t c) {
+        for (int64_t r = 0; r < rr.hi - rr.lo; ++r) d[r * g.ow + c] = T(0);
+      };
+      for (int64_t c = 0; c < cr.lo; ++c) zero_column(c);
+      for (int64_t c = cr.hi; c < g.ow; ++c) zero_column(c);
+      return;
+    }
+    for (int64_t r = rr.lo; r < rr.hi; ++r) {
+      T* d = dst + (r * g.ow - shift);
+      const int64_t s = at + r * g.sh * g.w;
+      std::fill(d, d + cr.lo, T(0));
+      for (int64_t c = cr.lo; c < cr.hi; ++c) d[c] = plane[s + c * g.sw];
+      std::fill(d + cr.hi, d + g.ow, T(0));
+    }
+  };
+  parallel_for(g.k(), std::max<int64_t>(1, 16384 / cols),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t row = b; row < e; ++row) fill_row(row);
+               });
 }
 
 // The adjoint of im2col: adds col's entries back to the input positions they
 // were read from. Split by channel, since only a channel's own rows of col
-// land in its plane.
+// land in its plane. (Stride-1 gradients run as a forward convolution
+// instead, see flip_backward_input.)
 template <class T>
 void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
   const int64_t cols = (r1 - r0) * g.ow;
-  const int64_t per_channel = g.kh * g.kw;
-  parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * per_channel)),
+  auto add_tap = [&](int64_t ci, int64_t i, int64_t j) {
+    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
+    const Range rr = valid_rows(g, i, r0, r1);
+    // As in im2col: (r, c) is src[(r - r0) * OW + c] and goes to
+    // plane[at + r * SH * W + c * SW].
+    const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
+    T* plane = x + ci * g.hw();
+    const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+    for (int64_t r = rr.lo; r < rr.hi; ++r) {
+      const T* s = src + (r - r0) * g.ow;
+      const int64_t d = at + r * g.sh * g.w;
+      for (int64_t c = cr.lo; c < cr.hi; ++c) plane[d + c * g.sw] += s[c];
+    }
+  };
+  parallel_for(g.cg(), std::max<int64_t>(1, 16384 / (cols * g.kh * g.kw)),
                [&](int64_t b, int64_t e) {
                  for (int64_t ci = b; ci < e; ++ci) {
-                   T* plane = x + ci * g.hw();
                    for (int64_t i = 0; i < g.kh; ++i) {
-                     for (int64_t j = 0; j < g.kw; ++j) {
-                       const Range cr =
-                           valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-                       const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
-                       for (int64_t r = r0; r < r1; ++r, src += g.ow) {
-                         const int64_t ih = r * g.sh - g.ph + i * g.dh;
-                         if (ih < 0 || ih >= g.h) continue;
-                         T* dst = plane + ih * g.w + j * g.dw - g.pw;
-                         if (g.sw == 1) {
-                           for (int64_t c = cr.lo; c < cr.hi; ++c)
-                             dst[c] += src[c];
-                         } else {
-                           for (int64_t c = cr.lo; c < cr.hi; ++c)
-                             dst[c * g.sw] += src[c];
-                         }
-                       }
-                     }
+                     for (int64_t j = 0; j < g.kw; ++j) add_tap(ci, i, j);
                    }
                  }
                });
@@ -199,25 +232,25 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
   }
 }
 
-// grad_x = col2im(W_g^T grad_out_g), block by block.
+// grad_x = col2im(W_g^T grad_out_g), block by block: the strided case
+// (stride 1, the 1x1 case included, runs as a forward convolution).
 template <class T>
 void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
-  if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
-  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  std::fill(dx, dx + g.c * g.hw(), T(0));
+  const int64_t block = rows_per_block(g, sizeof(T));
+  T* col = scratch<T>(size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* gg = gout + grp * og * ohw;
     T* dxg = dx + grp * g.cg() * g.hw();
     for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
       const int64_t r1 = std::min(g.oh, r0 + block);
-      const int64_t cols = (r1 - r0) * g.ow;
       GemmArgs args;
-      args.m = k, args.n = cols, args.k = og;
+      args.m = k, args.n = (r1 - r0) * g.ow, args.k = og;
       args.rsa = 1, args.csa = k, args.rsb = ohw, args.csb = 1;
-      args.ldc = g.pointwise() ? g.hw() : cols;
-      gemm(args, w + grp * og * k, gg + r0 * g.ow, g.pointwise() ? dxg : col);
-      if (!g.pointwise()) col2im(g, col, r0, r1, dxg);
+      args.ldc = args.n;
+      gemm(args, w + grp * og * k, gg + r0 * g.ow, col);
+      col2im(g, col, r0, r1, dxg);
     }
   }
 }
@@ -251,133 +284,133 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
   }
 }
 
-// --- Direct loops for one input channel per group ---------------------------
+// --- Direct kernels for one input channel per group ------------------------
 
-// out[oc] = bias + sum over taps of w[oc, tap] * shifted x[oc / Og].
-template <class T>
-void forward_direct_plane(const Geometry& g, const T* x, const T* w, T bias,
-                          T* out) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    T* orow = out + r * g.ow;
-    std::fill(orow, orow + g.ow, bias);
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        const T* src = x + ih * g.w + j * g.dw - g.pw;
-        const T wv = w[i * g.kw + j];
-        if (g.sw == 1) {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) orow[c] += wv * src[c];
-        } else {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) {
-            orow[c] += wv * src[c * g.sw];
-          }
-        }
-      }
-    }
-  }
+DirectShape direct_shape(const Geometry& g) {
+  return {g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.w + 2 * g.pw};
+}
+int64_t padded_size(const Geometry& g) {
+  return (g.h + 2 * g.ph) * (g.w + 2 * g.pw);
 }
 
-// dx[ci] = sum over the Og output channels of channel ci of the scattered
-// taps; dx must be zero.
+// The plane x [H, W] inside a zero border of the padding's width.
 template <class T>
-void backward_input_direct_plane(const Geometry& g, const T* gout, const T* w,
-                                 T* dx) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    const T* grow = gout + r * g.ow;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        T* dst = dx + ih * g.w + j * g.dw - g.pw;
-        const T wv = w[i * g.kw + j];
-        if (g.sw == 1) {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) dst[c] += wv * grow[c];
-        } else {
-          for (int64_t c = cr.lo; c < cr.hi; ++c) {
-            dst[c * g.sw] += wv * grow[c];
-          }
-        }
-      }
-    }
+void pad_plane(const Geometry& g, const T* x, T* xpad) {
+  const int64_t ld = g.w + 2 * g.pw;
+  std::fill(xpad, xpad + g.ph * ld, T(0));
+  for (int64_t ih = 0; ih < g.h; ++ih) {
+    T* row = xpad + (ih + g.ph) * ld;
+    std::fill(row, row + g.pw, T(0));
+    std::memcpy(row + g.pw, x + ih * g.w, size_t(g.w) * sizeof(T));
+    std::fill(row + g.pw + g.w, row + ld, T(0));
   }
+  std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
 }
 
-// dw[oc, tap] += sum over positions of grad_out[oc] * shifted x[oc / Og].
+// With stride 1 the input gradient is itself a correlation: grad_out,
+// zero-padded by the dilated kernel's extent less one, with the flipped
+// kernel, read at the input's place inside the padding. That runs the
+// forward kernel (sums in registers) instead of scattering tap by tap.
 template <class T>
-void backward_weight_direct_plane(const Geometry& g, const T* x, const T* gout,
-                                  T* dw) {
-  for (int64_t r = 0; r < g.oh; ++r) {
-    const T* grow = gout + r * g.ow;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = r * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-        const T* src = x + ih * g.w + j * g.dw - g.pw;
-        // Four partial sums break the add chain so the loop can pipeline.
-        T acc[4] = {T(0), T(0), T(0), T(0)};
-        int64_t c = cr.lo;
-        for (; c + 4 <= cr.hi; c += 4) {
-          for (int64_t u = 0; u < 4; ++u) {
-            acc[u] += grow[c + u] * src[(c + u) * g.sw];
-          }
-        }
-        for (; c < cr.hi; ++c) acc[0] += grow[c] * src[c * g.sw];
-        dw[i * g.kw + j] += (acc[0] + acc[1]) + (acc[2] + acc[3]);
-      }
+void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
+                            T* dx) {
+  const int64_t og = g.og(), taps = g.kh * g.kw;
+  const int64_t eh = (g.kh - 1) * g.dh, ew = (g.kw - 1) * g.dw;
+  const int64_t ld = g.ow + 2 * ew, rows = g.oh + 2 * eh;
+  // Output (ih, iw) with tap (i', j') reads gpad row ph + ih + i' * dh.
+  const DirectShape s{g.kh, g.kw, 1, 1, g.dh, g.dw, g.h, g.w, ld};
+  std::vector<T> flipped(size_t(g.o * taps));
+  for (int64_t oc = 0; oc < g.o; ++oc) {
+    for (int64_t t = 0; t < taps; ++t) {
+      flipped[size_t(oc * taps + t)] = w[oc * taps + taps - 1 - t];
     }
   }
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
+  parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+    T* gpad = scratch<T>(size_t(rows * ld));
+    std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / g.c, ci = p % g.c;
+      for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+        const T* plane = gout + (n * g.o + oc) * g.ohw();
+        for (int64_t r = 0; r < g.oh; ++r) {
+          std::memcpy(gpad + (r + eh) * ld + ew, plane + r * g.ow,
+                      size_t(g.ow) * sizeof(T));
+        }
+        direct_forward(s, gpad + g.ph * ld + g.pw, flipped.data() + oc * taps,
+                       T(0), dx + p * g.hw(), /*accumulate=*/oc > ci * og);
+      }
+    }
+  });
 }
 
 template <class T>
 void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
                  const T* bias, T* out) {
   const int64_t og = g.og(), taps = g.kh * g.kw;
-  const int64_t plane_work = g.ohw() * taps;
-  const int64_t grain = std::max<int64_t>(1, 65536 / plane_work);
+  const DirectShape s = direct_shape(g);
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
   switch (op) {
-    case ConvOp::conv2d:  // a = x, b = w; one task per output plane.
-      parallel_for(g.n * g.o, grain, [&](int64_t s, int64_t e) {
-        for (int64_t p = s; p < e; ++p) {
-          const int64_t n = p / g.o, oc = p % g.o;
-          forward_direct_plane(g, a + (n * g.c + oc / og) * g.hw(),
-                               b + oc * taps, bias != nullptr ? bias[oc] : T(0),
-                               out + p * g.ohw());
+    case ConvOp::conv2d:  // a = x, b = w; a task per input plane (n, ci).
+      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* xpad = scratch<T>(size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          pad_plane(g, a + p * g.hw(), xpad);
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            direct_forward(s, xpad, b + oc * taps,
+                           bias != nullptr ? bias[oc] : T(0),
+                           out + (n * g.o + oc) * g.ohw());
+          }
         }
       });
       break;
     case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
-      parallel_for(g.n * g.c, std::max<int64_t>(1, grain / og),
-                   [&](int64_t s, int64_t e) {
-                     for (int64_t p = s; p < e; ++p) {
-                       const int64_t n = p / g.c, ci = p % g.c;
-                       T* dx = out + p * g.hw();
-                       std::fill(dx, dx + g.hw(), T(0));
-                       for (int64_t m = 0; m < og; ++m) {
-                         const int64_t oc = ci * og + m;
-                         backward_input_direct_plane(
-                             g, a + (n * g.o + oc) * g.ohw(), b + oc * taps,
-                             dx);
+      if (g.sh == 1 && g.sw == 1) {
+        backward_input_flipped(g, a, b, out);
+        break;
+      }
+      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* dxpad = scratch<T>(size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          std::fill(dxpad, dxpad + padded_size(g), T(0));
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            direct_backward_input(s, a + (n * g.o + oc) * g.ohw(),
+                                  b + oc * taps, dxpad);
+          }
+          for (int64_t ih = 0; ih < g.h; ++ih) {
+            std::memcpy(out + p * g.hw() + ih * g.w,
+                        dxpad + (ih + g.ph) * s.ld + g.pw,
+                        size_t(g.w) * sizeof(T));
+          }
+        }
+      });
+      break;
+    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
+      parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
+                   [&](int64_t begin, int64_t end) {
+                     std::vector<T> partial(size_t(taps * g.ow));
+                     T* xpad = scratch<T>(size_t(padded_size(g)));
+                     for (int64_t oc = begin; oc < end; ++oc) {
+                       std::fill(partial.begin(), partial.end(), T(0));
+                       for (int64_t n = 0; n < g.n; ++n) {
+                         pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
+                         direct_backward_weight(s, xpad,
+                                                b + (n * g.o + oc) * g.ohw(),
+                                                partial.data());
+                       }
+                       for (int64_t t = 0; t < taps; ++t) {
+                         T sum = T(0);
+                         for (int64_t c = 0; c < g.ow; ++c) {
+                           sum += partial[size_t(t * g.ow + c)];
+                         }
+                         out[oc * taps + t] = sum;
                        }
                      }
                    });
-      break;
-    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
-      parallel_for(
-          g.o, std::max<int64_t>(1, grain / g.n), [&](int64_t s, int64_t e) {
-            for (int64_t oc = s; oc < e; ++oc) {
-              T* dw = out + oc * taps;
-              std::fill(dw, dw + taps, T(0));
-              for (int64_t n = 0; n < g.n; ++n) {
-                backward_weight_direct_plane(g,
-                                             a + (n * g.c + oc / og) * g.hw(),
-                                             b + (n * g.o + oc) * g.ohw(), dw);
-              }
-            }
-          });
       break;
   }
 }
@@ -401,6 +434,42 @@ void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   }
 }
 
+// With stride 1 the input gradient is a forward convolution of grad_out
+// with the flipped kernel, input and output channels swapped, and padding
+// (KH - 1) * DH - PH: im2col of grad_out and a GEMM that writes grad_x
+// directly, instead of a GEMM into col and col2im's scattered adds (a
+// third of the time). Needs that padding to be non-negative.
+bool flip_backward_input(const Geometry& g) {
+  return g.sh == 1 && g.sw == 1 && g.ph <= (g.kh - 1) * g.dh &&
+         g.pw <= (g.kw - 1) * g.dw;
+}
+
+template <class T>
+void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
+                               T* dx) {
+  const int64_t og = g.og(), cg = g.cg(), taps = g.kh * g.kw;
+  // flipped[grp * Cg + ci, m, i, j] = w[grp * Og + m, ci, KH-1-i, KW-1-j].
+  std::vector<T> flipped(size_t(g.o * cg * taps));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    for (int64_t m = 0; m < og; ++m) {
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const T* src = w + ((grp * og + m) * cg + ci) * taps;
+        T* dst = flipped.data() + ((grp * cg + ci) * og + m) * taps;
+        for (int64_t t = 0; t < taps; ++t) dst[taps - 1 - t] = src[t];
+      }
+    }
+  }
+  Geometry f = g;  // Stride 1 and dilation stay.
+  f.c = g.o, f.h = g.oh, f.w = g.ow;
+  f.o = g.c, f.oh = g.h, f.ow = g.w;
+  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
+  for_each_image(g.n, [&](int64_t n) {
+    forward_image(f, gout + n * y_size, flipped.data(),
+                  static_cast<T*>(nullptr), dx + n * x_size);
+  });
+}
+
 template <class T>
 void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
                const T* bias, T* out) {
@@ -412,6 +481,10 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
       });
       break;
     case ConvOp::conv2d_backward_input:
+      if (flip_backward_input(g)) {
+        backward_input_as_forward(g, a, b, out);
+        break;
+      }
       for_each_image(g.n, [&](int64_t n) {
         backward_input_image(g, a + n * y_size, b, out + n * x_size);
       });

@@ -24,26 +24,17 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "nascent/backends/cpu/image_simd-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The scalar target (the build's baseline, never chosen on a SIMD machine)
-// leaves every column to the scalar code.
 #if HWY_TARGET != HWY_SCALAR
 
-// Lanes p[0], p[sw], p[2 sw], ... for sw 1 or 2. For 2: the even lanes of
-// p[0, L) below and the odd lanes of p[L - 1, 2L - 1) above, so that no
-// read goes past the last lane kept (the input may end there).
-template <class D, class T>
-HWY_INLINE hn::Vec<D> load_strided(D d, const T* p, int64_t sw) {
-  if (sw == 1) return hn::LoadU(d, p);
-  const auto lo = hn::LoadU(d, p);
-  const auto hi = hn::LoadU(d, p + hn::Lanes(d) - 1);
-  return hn::ConcatUpperLower(d, hn::ConcatOdd(d, hi, hi),
-                              hn::ConcatEven(d, lo, lo));
-}
+using simd::for_blocks;
+using simd::load_strided;
 
 // Lanes(d) outputs from column c of a row whose windows cover input rows
 // [h0, h1) and, for output column c, input columns c * sw - pw + [0, kw).
@@ -74,7 +65,7 @@ HWY_INLINE void max_block(D d, const T* x, int64_t w, int64_t h0, int64_t h1,
   }
   hn::StoreU(best, d, out + c);
   if (indices != nullptr) {
-    TI lanes[hn::MaxLanes(di)];
+    TI lanes[hn::MaxLanes(decltype(di)())];
     hn::StoreU(best_index, di, lanes);
     for (size_t l = 0; l < hn::Lanes(di); ++l) indices[c + l] = lanes[l];
   }
@@ -93,33 +84,6 @@ HWY_INLINE void avg_block(D d, const T* x, int64_t w, int64_t h0, int64_t h1,
   hn::StoreU(hn::Div(sum, hn::Set(d, divisor)), d, out + c);
 }
 
-// Runs block(d, c) over columns from c0 in full vectors, then at most one
-// half and one quarter vector, below c1; returns the first column left to
-// scalar code.
-template <class T, class Block>
-HWY_INLINE int64_t for_blocks(int64_t c0, int64_t c1, const Block& block) {
-  const hn::ScalableTag<T> d;
-  int64_t c = c0;
-  for (; c + int64_t(hn::Lanes(d)) <= c1; c += int64_t(hn::Lanes(d))) {
-    block(d, c);
-  }
-  const hn::Half<decltype(d)> d2;
-  if constexpr (hn::MaxLanes(d2) >= 2) {
-    if (c + int64_t(hn::Lanes(d2)) <= c1) {
-      block(d2, c);
-      c += int64_t(hn::Lanes(d2));
-    }
-    const hn::Half<decltype(d2)> d4;
-    if constexpr (hn::MaxLanes(d4) >= 2) {
-      if (c + int64_t(hn::Lanes(d4)) <= c1) {
-        block(d4, c);
-        c += int64_t(hn::Lanes(d4));
-      }
-    }
-  }
-  return c;
-}
-
 #endif  // HWY_TARGET != HWY_SCALAR
 
 template <class T>
@@ -129,9 +93,13 @@ int64_t MaxPoolRow(const T* x, int64_t w, int64_t h0, int64_t h1, int64_t kw,
 #if HWY_TARGET == HWY_SCALAR
   return c0;
 #else
-  return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
-    max_block(d, x, w, h0, h1, kw, sw, pw, c, out, indices);
-  });
+  if constexpr (!simd::kHasLanes<T>) {
+    return c0;
+  } else {
+    return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
+      max_block(d, x, w, h0, h1, kw, sw, pw, c, out, indices);
+    });
+  }
 #endif
 }
 
@@ -142,9 +110,13 @@ int64_t AvgPoolRow(const T* x, int64_t w, int64_t h0, int64_t h1, int64_t kw,
 #if HWY_TARGET == HWY_SCALAR
   return c0;
 #else
-  return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
-    avg_block(d, x, w, h0, h1, kw, sw, pw, c, divisor, out);
-  });
+  if constexpr (!simd::kHasLanes<T>) {
+    return c0;
+  } else {
+    return for_blocks<T>(c0, c1, [&](auto d, int64_t c) {
+      avg_block(d, x, w, h0, h1, kw, sw, pw, c, divisor, out);
+    });
+  }
 #endif
 }
 
