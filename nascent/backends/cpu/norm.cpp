@@ -46,33 +46,39 @@ HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {
 
 // y = (x - shift) * scale * w + b over one row; w and b may be null.
-template <class T, class D>
-HWY_INLINE void normalize_row(D d, const T* x, const T* w, const T* b, T* y,
-                              int64_t n, Compute<T> shift, Compute<T> scale) {
+template <class T>
+void normalize_row(const T* x, const T* w, const T* b, T* y, int64_t n,
+                   Compute<T> shift, Compute<T> scale) {
   using C = Compute<T>;
-  const int64_t N = int64_t(hn::Lanes(d));
-  const auto vs = hn::Set(d, shift), vk = hn::Set(d, scale);
-  const auto ones = hn::Set(d, C(1)), zeros = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto wv = w ? load(d, w + i) : ones;
-    const auto bv = b ? load(d, b + i) : zeros;
-    const auto t = hn::Mul(hn::Sub(load(d, x + i), vs), vk);
-    store(d, hn::MulAdd(t, wv, bv), y + i);
-  }
-  if (i < n) {
-    const size_t count = size_t(n - i);
-    const auto wv = w ? load_tail(d, w + i, count, C(1)) : ones;
-    const auto bv = b ? load_tail(d, b + i, count, C(0)) : zeros;
-    const auto t = hn::Mul(hn::Sub(load_tail(d, x + i, count, C(0)), vs), vk);
-    store_tail(d, hn::MulAdd(t, wv, bv), y + i, count);
+  if constexpr (!kSimd<T>) {
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = (x[i] - shift) * scale * (w ? w[i] : 1.0) + (b ? b[i] : 0.0);
+    }
+  } else {
+    const hn::ScalableTag<C> d;
+    const int64_t N = int64_t(hn::Lanes(d));
+    const auto vs = hn::Set(d, shift), vk = hn::Set(d, scale);
+    const auto ones = hn::Set(d, C(1)), zeros = hn::Zero(d);
+    int64_t i = 0;
+    for (; i + N <= n; i += N) {
+      const auto wv = w ? load(d, w + i) : ones;
+      const auto bv = b ? load(d, b + i) : zeros;
+      const auto t = hn::Mul(hn::Sub(load(d, x + i), vs), vk);
+      store(d, hn::MulAdd(t, wv, bv), y + i);
+    }
+    if (i < n) {
+      const size_t count = size_t(n - i);
+      const auto wv = w ? load_tail(d, w + i, count, C(1)) : ones;
+      const auto bv = b ? load_tail(d, b + i, count, C(0)) : zeros;
+      const auto t = hn::Mul(hn::Sub(load_tail(d, x + i, count, C(0)), vs), vk);
+      store_tail(d, hn::MulAdd(t, wv, bv), y + i, count);
+    }
   }
 }
 
 template <class T>
 void norm_rows(const NormArgs& a, int64_t begin, int64_t end) {
   using C = Compute<T>;
-  const hn::ScalableTag<C> d;
   const int64_t n = a.cols;
   const T* w = static_cast<const T*>(a.weight);
   const T* b = static_cast<const T*>(a.bias);
@@ -89,7 +95,7 @@ void norm_rows(const NormArgs& a, int64_t begin, int64_t end) {
       var = sum_run<SimdReduce::sum_sq_dev>(x, n, C(mean)) / double(n);
     }
     const double rstd = 1.0 / std::sqrt(var + a.eps);
-    normalize_row(d, x, w, b, y, n, C(mean), C(rstd));
+    normalize_row(x, w, b, y, n, C(mean), C(rstd));
     if (a.mean && !a.rms) static_cast<C*>(a.mean)[r] = C(mean);
     if (a.rstd) static_cast<C*>(a.rstd)[r] = C(rstd);
   }

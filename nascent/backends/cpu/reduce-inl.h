@@ -70,7 +70,7 @@ constexpr C identity() {
 
 // Sum of f(x[i]) over a contiguous run, four accumulators per block.
 template <SimdReduce K, class T>
-double sum_run(const T* x, int64_t n, double shift_d) {
+double sum_run_simd(const T* x, int64_t n, double shift_d) {
   using C = Compute<T>;
   const hn::ScalableTag<C> d;
   const int64_t N = int64_t(hn::Lanes(d));
@@ -96,6 +96,17 @@ double sum_run(const T* x, int64_t n, double shift_d) {
   return total + double(hn::GetLane(hn::SumOfLanes(d, a))) + double(tail);
 }
 
+template <SimdReduce K, class T>
+double sum_run(const T* x, int64_t n, double shift) {
+  if constexpr (kSimd<T>) {
+    return sum_run_simd<K>(x, n, shift);
+  } else {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s = scalar_step<K>(s, double(x[i]), shift);
+    return s;
+  }
+}
+
 template <bool kMax, class V>
 HWY_INLINE V extreme(V a, V b) {
   if constexpr (kMax) {
@@ -108,7 +119,7 @@ HWY_INLINE V extreme(V a, V b) {
 // Max or min of a contiguous run of n > 0 elements; NaN if there is one.
 // The hardware max drops NaN, so NaN is tracked in a mask on the side.
 template <bool kMax, class T>
-Compute<T> extreme_run(const T* x, int64_t n) {
+Compute<T> extreme_run_simd(const T* x, int64_t n) {
   using C = Compute<T>;
   const hn::ScalableTag<C> d;
   const int64_t N = int64_t(hn::Lanes(d));
@@ -136,6 +147,18 @@ Compute<T> extreme_run(const T* x, int64_t n) {
   C r = hn::GetLane(kMax ? hn::MaxOfLanes(d, m) : hn::MinOfLanes(d, m));
   for (; i < n; ++i) r = scalar_step<K>(r, to_compute(x[i]), C(0));
   return r;
+}
+
+template <bool kMax, class T>
+Compute<T> extreme_run(const T* x, int64_t n) {
+  if constexpr (kSimd<T>) {
+    return extreme_run_simd<kMax>(x, n);
+  } else {
+    constexpr SimdReduce K = kMax ? SimdReduce::max : SimdReduce::min;
+    Compute<T> r = identity<K, Compute<T>>();
+    for (int64_t i = 0; i < n; ++i) r = scalar_step<K>(r, x[i], 0.0);
+    return r;
+  }
 }
 
 }  // namespace nascent::cpu::HWY_NAMESPACE

@@ -24,14 +24,15 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
 #include "nascent/backends/cpu/reduce_kernels.h"
+#include "nascent/backends/cpu/reduce_plan.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {
 
 namespace {
 
-constexpr int64_t kGrain = 32768;      // Elements worth a thread.
-constexpr int64_t kBlock = 1 << 16;    // Reduced elements per partial result.
+using namespace reduction;
+
 constexpr int64_t kColChunk = 4096;    // Columns per task in the outer shape.
 constexpr int64_t kMaxRowBlocks = 16;  // Partial rows per output row, at most.
 
@@ -46,173 +47,6 @@ enum class Kind : uint8_t {
   argmax,
   argmin
 };
-
-struct Dim {
-  int64_t size;
-  int64_t xs;  // Stride in x.
-  int64_t os;  // Stride in out (0 on reduced axes).
-};
-
-// x's axes split into kept and reduced ones, outermost first.
-struct Plan {
-  const std::byte* x = nullptr;
-  int64_t item = 0;
-  std::vector<Dim> kept, red;
-  int64_t num_out = 1, num_red = 1;
-  bool last_is_red = true;  // Whether the innermost axis is a reduced one.
-};
-
-Plan make_plan(const Tensor& x, const std::vector<int>& axes, const Tensor& out,
-               bool reorder) {
-  Plan plan;
-  plan.item = int64_t(x.itemsize());
-  plan.x = byte_ptr(x);
-  struct Axis {
-    Dim dim;
-    bool red;
-  };
-  std::vector<Axis> dims;
-  for (int d = 0; d < x.ndim(); ++d) {
-    const int64_t size = x.shape()[size_t(d)];
-    if (size == 1) continue;
-    const bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
-    Dim dim{size, x.strides()[size_t(d)], red ? 0 : out.strides()[size_t(d)]};
-    if (reorder && red && dim.xs < 0) {  // Order is free: walk it forwards.
-      plan.x += (size - 1) * dim.xs * plan.item;
-      dim.xs = -dim.xs;
-    }
-    dims.push_back({dim, red});
-  }
-  if (reorder) {
-    // Broadcast (stride 0) axes go outermost, the contiguous one innermost.
-    auto key = [](int64_t s) {
-      return s == 0 ? std::numeric_limits<int64_t>::max() : std::llabs(s);
-    };
-    std::stable_sort(dims.begin(), dims.end(),
-                     [&](const Axis& a, const Axis& b) {
-                       return key(a.dim.xs) > key(b.dim.xs);
-                     });
-  }
-  std::vector<Axis> merged;
-  for (const Axis& a : dims) {
-    if (!merged.empty()) {
-      Axis& p = merged.back();
-      if (p.red == a.red && p.dim.xs == a.dim.xs * a.dim.size &&
-          p.dim.os == a.dim.os * a.dim.size) {
-        p.dim.size *= a.dim.size;
-        p.dim.xs = a.dim.xs;
-        p.dim.os = a.dim.os;
-        continue;
-      }
-    }
-    merged.push_back(a);
-  }
-  for (const Axis& a : merged) {
-    (a.red ? plan.red : plan.kept).push_back(a.dim);
-    (a.red ? plan.num_red : plan.num_out) *= a.dim.size;
-  }
-  plan.last_is_red = merged.empty() || merged.back().red;
-  // A reduction over size-1 axes only: one element per output.
-  if (plan.red.empty()) {
-    plan.red.push_back({1, 0, 0});
-    plan.last_is_red = true;
-  }
-  return plan;
-}
-
-// x and out offsets (elements) of output number o, counting the kept axes
-// row-major over dims[0, count).
-void locate(const std::vector<Dim>& dims, size_t count, int64_t o,
-            int64_t& xoff, int64_t& ooff) {
-  xoff = ooff = 0;
-  for (size_t k = count; k-- > 0;) {
-    const int64_t i = o % dims[k].size;
-    o /= dims[k].size;
-    xoff += i * dims[k].xs;
-    ooff += i * dims[k].os;
-  }
-}
-
-// Walks the reduced elements [f0, f1) (row-major over plan.red) of the
-// output whose x offset is xoff, calling fn(x offset, run length, flat index
-// of the run's first element) per piece of the innermost reduced axis.
-template <class Fn>
-void walk_reduced(const Plan& plan, int64_t xoff, int64_t f0, int64_t f1,
-                  Fn&& fn) {
-  const std::vector<Dim>& red = plan.red;
-  const Dim& run = red.back();
-  const size_t outer = red.size() - 1;
-  int64_t idx_small[8] = {};
-  std::vector<int64_t> idx_big(outer > 8 ? outer : 0);
-  int64_t* idx = outer > 8 ? idx_big.data() : idx_small;
-  int64_t q = f0 / run.size, col = f0 % run.size;
-  int64_t row = xoff;
-  for (size_t k = outer; k-- > 0;) {
-    idx[k] = q % red[k].size;
-    q /= red[k].size;
-    row += idx[k] * red[k].xs;
-  }
-  for (int64_t f = f0; f < f1;) {
-    const int64_t len = std::min(run.size - col, f1 - f);
-    fn(row + col * run.xs, len, f);
-    f += len;
-    col = 0;
-    for (size_t k = outer; k-- > 0;) {
-      row += red[k].xs;
-      if (++idx[k] < red[k].size) break;
-      row -= red[k].xs * red[k].size;
-      idx[k] = 0;
-    }
-  }
-}
-
-// The generic driver: res[out offset] = merge over blocks of r.run(...).
-// R supplies State, identity(), merge(a, b) and run(x offset, n, stride,
-// first flat index, out offset).
-template <class R>
-void reduce_generic(const Plan& plan, const R& r,
-                    std::vector<typename R::State>& res) {
-  using State = typename R::State;
-  const int64_t total = plan.num_red;
-  const int64_t stride = plan.red.back().xs;
-  const int64_t nblocks = total > kBlock ? (total + kBlock - 1) / kBlock : 1;
-  auto block = [&](int64_t o, int64_t b) {
-    int64_t xoff, ooff;
-    locate(plan.kept, plan.kept.size(), o, xoff, ooff);
-    State s = r.identity();
-    walk_reduced(plan, xoff, total * b / nblocks, total * (b + 1) / nblocks,
-                 [&](int64_t off, int64_t n, int64_t first) {
-                   s = r.merge(s, r.run(off, n, stride, first, ooff));
-                 });
-    return std::make_pair(ooff, s);
-  };
-  if (nblocks == 1) {
-    parallel_for(plan.num_out, std::max<int64_t>(1, kGrain / total),
-                 [&](int64_t o0, int64_t o1) {
-                   for (int64_t o = o0; o < o1; ++o) {
-                     auto [ooff, s] = block(o, 0);
-                     res[size_t(ooff)] = s;
-                   }
-                 });
-    return;
-  }
-  std::vector<State> partial(size_t(plan.num_out * nblocks));
-  std::vector<int64_t> offsets(size_t(plan.num_out));
-  parallel_for(plan.num_out * nblocks, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      auto [ooff, s] = block(t / nblocks, t % nblocks);
-      partial[size_t(t)] = s;
-      if (t % nblocks == 0) offsets[size_t(t / nblocks)] = ooff;
-    }
-  });
-  for (int64_t o = 0; o < plan.num_out; ++o) {
-    State s = partial[size_t(o * nblocks)];
-    for (int64_t b = 1; b < nblocks; ++b) {
-      s = r.merge(s, partial[size_t(o * nblocks + b)]);
-    }
-    res[size_t(offsets[size_t(o)])] = s;
-  }
-}
 
 double merge_double(Kind kind, double a, double b) {
   switch (kind) {

@@ -22,22 +22,31 @@ namespace nascent::cpu::HWY_NAMESPACE {
 template <bool kMax, class T>
 int64_t arg_run(const T* x, int64_t n) {
   using C = Compute<T>;
-  const hn::ScalableTag<C> d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  const C m = extreme_run<kMax>(x, n);
-  const bool want_nan = m != m;
-  const auto target = hn::Set(d, m);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto v = load(d, x + i);
-    const auto hit = want_nan ? hn::IsNaN(v) : hn::Eq(v, target);
-    if (!hn::AllFalse(d, hit)) return i + hn::FindFirstTrue(d, hit);
+  if constexpr (!kSimd<T>) {
+    int64_t best = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] != x[i]) return i;
+      if (kMax ? x[i] > x[best] : x[i] < x[best]) best = i;
+    }
+    return best;
+  } else {
+    const hn::ScalableTag<C> d;
+    const int64_t N = int64_t(hn::Lanes(d));
+    const C m = extreme_run<kMax>(x, n);
+    const bool want_nan = m != m;
+    const auto target = hn::Set(d, m);
+    int64_t i = 0;
+    for (; i + N <= n; i += N) {
+      const auto v = load(d, x + i);
+      const auto hit = want_nan ? hn::IsNaN(v) : hn::Eq(v, target);
+      if (!hn::AllFalse(d, hit)) return i + hn::FindFirstTrue(d, hit);
+    }
+    for (; i < n; ++i) {
+      const C v = to_compute(x[i]);
+      if (want_nan ? v != v : v == m) return i;
+    }
+    return 0;
   }
-  for (; i < n; ++i) {
-    const C v = to_compute(x[i]);
-    if (want_nan ? v != v : v == m) return i;
-  }
-  return 0;
 }
 
 template <SimdReduce K, class D, class V>
@@ -51,42 +60,77 @@ HWY_INLINE V col_step(D d, V acc, V v, V shift) {
   }
 }
 
-// Accumulates whole rows into a tile of f32 partials in L1, flushing them to
-// the double accumulators every kBlockSteps rows.
+// Accumulates whole rows into a tile of f32 partials in L1, four rows per
+// load/store of the partials, flushing them to the double accumulators
+// every kBlockSteps rows. A tile spans whole rows of up to kTile elements,
+// so memory is read in long sequential runs.
 template <SimdReduce K, class T>
 void cols_run(const T* x, int64_t rows, int64_t row_stride, int64_t n,
               const double* shift, double* acc) {
   using C = Compute<T>;
-  const hn::ScalableTag<C> d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  constexpr int64_t kTile = 512;
-  HWY_ALIGN C part[kTile];
-  HWY_ALIGN C sh[kTile];
-  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
-    const int64_t w = std::min(kTile, n - j0);
-    const int64_t wv = w / N * N;
-    for (int64_t j = 0; j < w; ++j) sh[j] = shift ? C(shift[j0 + j]) : C(0);
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlockSteps) {
-      const int64_t r1 = std::min(rows, r0 + kBlockSteps);
-      std::fill(part, part + w, identity<K, C>());
-      for (int64_t r = r0; r < r1; ++r) {
-        const T* row = x + r * row_stride + j0;
-        for (int64_t j = 0; j < wv; j += N) {
-          const auto p = col_step<K>(d, hn::Load(d, part + j), load(d, row + j),
-                                     hn::Load(d, sh + j));
-          hn::Store(p, d, part + j);
-        }
-        for (int64_t j = wv; j < w; ++j) {
-          part[j] = scalar_step<K>(part[j], to_compute(row[j]), sh[j]);
-        }
+  if constexpr (!kSimd<T>) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        acc[j] = scalar_step<K>(acc[j], x[r * row_stride + j],
+                                shift ? shift[j] : 0.0);
       }
-      for (int64_t j = 0; j < w; ++j) {
-        if constexpr (K == SimdReduce::max) {
-          acc[j0 + j] = scalar_nan_max(acc[j0 + j], double(part[j]));
-        } else if constexpr (K == SimdReduce::min) {
-          acc[j0 + j] = scalar_nan_min(acc[j0 + j], double(part[j]));
-        } else {
-          acc[j0 + j] += double(part[j]);
+    }
+    return;
+  } else {
+    const hn::ScalableTag<C> d;
+    const int64_t N = int64_t(hn::Lanes(d));
+    constexpr int64_t kTile = 2048;
+    HWY_ALIGN C part[kTile];
+    HWY_ALIGN C sh[kTile];
+    for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+      const int64_t w = std::min(kTile, n - j0);
+      const int64_t wv = w / N * N;
+      for (int64_t j = 0; j < w; ++j) sh[j] = shift ? C(shift[j0 + j]) : C(0);
+      for (int64_t r0 = 0; r0 < rows; r0 += kBlockSteps) {
+        const int64_t r1 = std::min(rows, r0 + kBlockSteps);
+        std::fill(part, part + w, identity<K, C>());
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+          const T* a = x + r * row_stride + j0;
+          const T* b = a + row_stride;
+          const T* c = b + row_stride;
+          const T* e = c + row_stride;
+          for (int64_t j = 0; j < wv; j += N) {
+            const auto s = hn::Load(d, sh + j);
+            auto p = hn::Load(d, part + j);
+            p = col_step<K>(d, p, load(d, a + j), s);
+            p = col_step<K>(d, p, load(d, b + j), s);
+            p = col_step<K>(d, p, load(d, c + j), s);
+            p = col_step<K>(d, p, load(d, e + j), s);
+            hn::Store(p, d, part + j);
+          }
+          for (int64_t j = wv; j < w; ++j) {
+            C p = part[j];
+            for (const T* row : {a, b, c, e}) {
+              p = scalar_step<K>(p, to_compute(row[j]), sh[j]);
+            }
+            part[j] = p;
+          }
+        }
+        for (; r < r1; ++r) {
+          const T* row = x + r * row_stride + j0;
+          for (int64_t j = 0; j < wv; j += N) {
+            const auto p = col_step<K>(d, hn::Load(d, part + j),
+                                       load(d, row + j), hn::Load(d, sh + j));
+            hn::Store(p, d, part + j);
+          }
+          for (int64_t j = wv; j < w; ++j) {
+            part[j] = scalar_step<K>(part[j], to_compute(row[j]), sh[j]);
+          }
+        }
+        for (int64_t j = 0; j < w; ++j) {
+          if constexpr (K == SimdReduce::max) {
+            acc[j0 + j] = scalar_nan_max(acc[j0 + j], double(part[j]));
+          } else if constexpr (K == SimdReduce::min) {
+            acc[j0 + j] = scalar_nan_min(acc[j0 + j], double(part[j]));
+          } else {
+            acc[j0 + j] += double(part[j]);
+          }
         }
       }
     }

@@ -38,6 +38,11 @@ inline constexpr bool kNativeF16 = true;
 inline constexpr bool kNativeF16 = false;
 #endif
 
+// Whether this target has vectors of Compute<T>: WASM SIMD128 and Armv7
+// NEON have no f64 lanes, so kernels on double use scalar loops there.
+template <class T>
+inline constexpr bool kSimd = !std::is_same_v<T, double> || HWY_HAVE_FLOAT64;
+
 template <class T>
 HWY_INLINE Compute<T> to_compute(T v) {
   if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {

@@ -24,8 +24,24 @@
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {
 
+// Targets without f64 vectors (see kSimd): plain loops over a line of len
+// elements `stride` apart.
 template <class T>
-void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+void softmax_line_scalar(const T* x, T* y, int64_t len, int64_t stride,
+                         bool log) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t l = 0; l < len; ++l)
+    m = scalar_nan_max(m, double(x[l * stride]));
+  double s = 0.0;
+  for (int64_t l = 0; l < len; ++l) s += std::exp(double(x[l * stride]) - m);
+  for (int64_t l = 0; l < len; ++l) {
+    const double t = double(x[l * stride]) - m;
+    y[l * stride] = T(m != m ? m : log ? t - std::log(s) : std::exp(t) / s);
+  }
+}
+
+template <class T>
+void softmax_rows_simd(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   using C = Compute<T>;
   const hn::ScalableTag<C> d;
   const int64_t N = int64_t(hn::Lanes(d));
@@ -99,56 +115,74 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   }
 }
 
+template <class T>
+void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+  if constexpr (!kSimd<T>) {
+    for (int64_t r = 0; r < rows; ++r) {
+      softmax_line_scalar(x + r * n, y + r * n, n, 1, log);
+    }
+  } else {
+    softmax_rows_simd(x, y, rows, n, log);
+  }
+}
+
 // Softmax along the middle axis of one [len, inner] slab, columns [j0, j1).
 template <class T>
 void softmax_cols(const T* x, T* y, int64_t len, int64_t inner, int64_t j0,
                   int64_t j1, bool log) {
   using C = Compute<T>;
-  const hn::ScalableTag<C> d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  const int64_t w = j1 - j0, wv = w / N * N;
-  std::vector<C> m(size_t(w), -std::numeric_limits<C>::infinity());
-  std::vector<C> s(size_t(w), C(0));
-  for (int64_t l = 0; l < len; ++l) {
-    const T* row = x + l * inner + j0;
-    for (int64_t j = 0; j < wv; j += N) {
-      hn::StoreU(nan_max(hn::LoadU(d, m.data() + j), load(d, row + j)), d,
-                 m.data() + j);
+  if constexpr (!kSimd<T>) {
+    for (int64_t j = j0; j < j1; ++j) {
+      softmax_line_scalar(x + j, y + j, len, inner, log);
     }
-    for (int64_t j = wv; j < w; ++j) {
-      m[size_t(j)] = scalar_nan_max(m[size_t(j)], to_compute(row[j]));
+    return;
+  } else {
+    const hn::ScalableTag<C> d;
+    const int64_t N = int64_t(hn::Lanes(d));
+    const int64_t w = j1 - j0, wv = w / N * N;
+    std::vector<C> m(size_t(w), -std::numeric_limits<C>::infinity());
+    std::vector<C> s(size_t(w), C(0));
+    for (int64_t l = 0; l < len; ++l) {
+      const T* row = x + l * inner + j0;
+      for (int64_t j = 0; j < wv; j += N) {
+        hn::StoreU(nan_max(hn::LoadU(d, m.data() + j), load(d, row + j)), d,
+                   m.data() + j);
+      }
+      for (int64_t j = wv; j < w; ++j) {
+        m[size_t(j)] = scalar_nan_max(m[size_t(j)], to_compute(row[j]));
+      }
     }
-  }
-  for (int64_t l = 0; l < len; ++l) {
-    const T* row = x + l * inner + j0;
-    for (int64_t j = 0; j < wv; j += N) {
-      const auto e =
-          hn::Exp(d, hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j)));
-      hn::StoreU(hn::Add(hn::LoadU(d, s.data() + j), e), d, s.data() + j);
+    for (int64_t l = 0; l < len; ++l) {
+      const T* row = x + l * inner + j0;
+      for (int64_t j = 0; j < wv; j += N) {
+        const auto e =
+            hn::Exp(d, hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j)));
+        hn::StoreU(hn::Add(hn::LoadU(d, s.data() + j), e), d, s.data() + j);
+      }
+      for (int64_t j = wv; j < w; ++j) {
+        s[size_t(j)] += std::exp(to_compute(row[j]) - m[size_t(j)]);
+      }
     }
-    for (int64_t j = wv; j < w; ++j) {
-      s[size_t(j)] += std::exp(to_compute(row[j]) - m[size_t(j)]);
+    // NaN columns stay NaN: the scale (1/sum or log(sum)) is made NaN.
+    for (int64_t j = 0; j < w; ++j) {
+      const C mj = m[size_t(j)];
+      s[size_t(j)] = mj != mj ? mj
+                     : log    ? std::log(s[size_t(j)])
+                              : C(1) / s[size_t(j)];
     }
-  }
-  // NaN columns stay NaN: the scale (1/sum or log(sum)) is made NaN.
-  for (int64_t j = 0; j < w; ++j) {
-    const C mj = m[size_t(j)];
-    s[size_t(j)] = mj != mj ? mj
-                   : log    ? std::log(s[size_t(j)])
-                            : C(1) / s[size_t(j)];
-  }
-  for (int64_t l = 0; l < len; ++l) {
-    const T* row = x + l * inner + j0;
-    T* out = y + l * inner + j0;
-    for (int64_t j = 0; j < wv; j += N) {
-      const auto t = hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j));
-      const auto k = hn::LoadU(d, s.data() + j);
-      store(d, log ? hn::Sub(t, k) : hn::Mul(hn::Exp(d, t), k), out + j);
-    }
-    for (int64_t j = wv; j < w; ++j) {
-      const C t = to_compute(row[j]) - m[size_t(j)];
-      out[j] =
-          from_compute<T>(log ? t - s[size_t(j)] : std::exp(t) * s[size_t(j)]);
+    for (int64_t l = 0; l < len; ++l) {
+      const T* row = x + l * inner + j0;
+      T* out = y + l * inner + j0;
+      for (int64_t j = 0; j < wv; j += N) {
+        const auto t = hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j));
+        const auto k = hn::LoadU(d, s.data() + j);
+        store(d, log ? hn::Sub(t, k) : hn::Mul(hn::Exp(d, t), k), out + j);
+      }
+      for (int64_t j = wv; j < w; ++j) {
+        const C t = to_compute(row[j]) - m[size_t(j)];
+        out[j] = from_compute<T>(log ? t - s[size_t(j)]
+                                     : std::exp(t) * s[size_t(j)]);
+      }
     }
   }
 }

@@ -1,0 +1,119 @@
+// Reductions, softmax and layer_norm on the CPU backend.
+//
+//   reduce_bench bandwidth   sum/max/mean of a 64M-element f32 tensor against
+//                            a memcpy of the same bytes, 1 and 2 threads;
+//                            bandwidth counts the bytes read.
+//   reduce_bench rows        softmax and layer_norm timings for
+//                            bench/run_softmax_norm.sh (which adds PyTorch's).
+//
+// Times are the minimum over repeats after a warm-up: the machine is shared,
+// and the minimum is the least disturbed run.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nascent/nascent.h"
+
+namespace {
+
+using namespace nascent;
+
+double seconds_min(int repeats, const std::function<void()>& fn) {
+  fn();  // Warm-up: page faults, caches, thread start.
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+  }
+  return best;
+}
+
+void bandwidth() {
+  cpu::Backend& backend = static_cast<cpu::Backend&>(default_backend());
+  const int64_t n = int64_t(64) << 20;
+  const double bytes = double(n) * 4.0;
+  Tensor x = rand({n}, backend, 1);
+  std::vector<float> dst(size_t(n), 1.0f);  // Touched, so no page faults.
+  const float* src = cpu::data_ptr<float>(x);
+  fmt::print("{:<28} {:>7} {:>10} {:>10} {:>8}\n", "op (64M f32 = 256 MiB)",
+             "threads", "ms", "GB/s read", "vs copy");
+  for (int threads : {1, 2}) {
+    cpu::set_num_threads(threads);
+    // The peer: memcpy of the same bytes, split over the same threads.
+    const double t_copy = seconds_min(10, [&] {
+      cpu::parallel_for(n, 1 << 20, [&](int64_t b, int64_t e) {
+        std::memcpy(dst.data() + b, src + b, size_t(e - b) * 4);
+      });
+    });
+    const double copy_bw = bytes / t_copy / 1e9;
+    fmt::print("{:<28} {:>7} {:>10.2f} {:>10.1f} {:>8}\n",
+               "memcpy (reads 256 MiB)", threads, t_copy * 1e3, copy_bw,
+               "1.00x");
+    struct Op {
+      const char* label;
+      std::function<Tensor()> run;
+      double bytes;
+    };
+    Tensor m = x.view({65536, 1024});
+    const std::vector<Op> ops = {
+        {"sum (all)", [&] { return sum(x); }, bytes},
+        {"max (all)", [&] { return max(x); }, bytes},
+        {"mean (all)", [&] { return mean(x); }, bytes},
+        {"sum [65536,1024] axis 1", [&] { return sum(m, {1}); }, bytes},
+        {"sum [65536,1024] axis 0", [&] { return sum(m, {0}); }, bytes},
+        {"max [65536,1024] axis 0", [&] { return max(m, {0}); }, bytes},
+        {"argmax [65536,1024] axis 1", [&] { return argmax(m, 1); }, bytes},
+    };
+    for (const Op& op : ops) {
+      const double t = seconds_min(10, [&] { op.run(); });
+      const double bw = op.bytes / t / 1e9;
+      fmt::print("{:<28} {:>7} {:>10.2f} {:>10.1f} {:>7.2f}x\n", op.label,
+                 threads, t * 1e3, bw, bw / copy_bw);
+    }
+  }
+}
+
+// One line per (op, shape, threads): "op rows cols threads ms".
+void rows() {
+  cpu::Backend& backend = static_cast<cpu::Backend&>(default_backend());
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {4096, 1024}, {64, 32000}, {16384, 768}};
+  for (int threads : {1, 2}) {
+    cpu::set_num_threads(threads);
+    for (auto [r, c] : shapes) {
+      Tensor x = randn({r, c}, backend, 3);
+      Tensor w = randn({c}, backend, 4);
+      Tensor b = randn({c}, backend, 5);
+      const double ts = seconds_min(20, [&] { softmax(x, -1); });
+      const double tl = seconds_min(20, [&] { log_softmax(x, -1); });
+      const double tn = seconds_min(20, [&] { layer_norm(x, &w, &b); });
+      const double tr = seconds_min(20, [&] { rms_norm(x, &w); });
+      fmt::print("softmax {} {} {} {:.4f}\n", r, c, threads, ts * 1e3);
+      fmt::print("log_softmax {} {} {} {:.4f}\n", r, c, threads, tl * 1e3);
+      fmt::print("layer_norm {} {} {} {:.4f}\n", r, c, threads, tn * 1e3);
+      fmt::print("rms_norm {} {} {} {:.4f}\n", r, c, threads, tr * 1e3);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "bandwidth";
+  if (mode == "bandwidth") {
+    bandwidth();
+  } else if (mode == "rows") {
+    rows();
+  } else {
+    fmt::print(stderr, "usage: reduce_bench [bandwidth|rows]\n");
+    return 2;
+  }
+  return 0;
+}
