@@ -15,9 +15,11 @@
 // deviations; the max, then the sum of exp(x - max)), which stays accurate
 // where the one-pass formulas cancel; var's mean is itself taken as
 // x0 + mean(x - x0) with x0 one of the values, so that f32 partial sums see
-// the spread of the data rather than a large common offset. Work is split over outputs and, when an output
-// reduces many elements, over fixed blocks of them merged in order, so a
-// result does not depend on the thread count.
+// the spread of the data rather than a large common offset.
+//
+// Work is split over outputs and, when an output reduces many elements, over
+// fixed blocks of them merged in order, so a result does not depend on the
+// thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
