@@ -284,20 +284,33 @@ CONFORMANCE_CASE(max, "every dtype; NaN wins") {
       backend, "max", all(),
       [](const Tensor& x, const Axes& a, bool k) { return max(x, a, k); },
       ref_max, same);
-  // NaN in the SIMD body, in the scalar tail, and in an outer reduction.
-  for (int64_t pos : {int64_t(3), int64_t(1000), int64_t(1028)}) {
-    std::vector<float> v(1030);
-    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 17) - 8.0f;
-    v[size_t(pos)] = std::numeric_limits<float>::quiet_NaN();
-    Tensor x = from_vector(v, {1030}, backend);
-    EXPECT_TRUE(std::isnan(max(x).item<float>())) << pos;
-    EXPECT_TRUE(std::isnan(min(x).item<float>())) << pos;
-    EXPECT_EQ(argmax(x).item<int64_t>(), pos);
-    EXPECT_EQ(argmin(x).item<int64_t>(), pos);
-    Tensor cols = x.reshape({103, 10});
-    std::vector<float> m = max(cols, {0}).to_vector<float>();
-    for (int64_t j = 0; j < 10; ++j) {
-      EXPECT_EQ(std::isnan(m[size_t(j)]), j == pos % 10) << pos << " " << j;
+  // NaN in the SIMD body, in the scalar tail, in an outer reduction and in a
+  // strided (scalar) one, for every floating dtype.
+  for (DType dt : kFloat) {
+    for (int64_t pos : {int64_t(3), int64_t(1000), int64_t(1028)}) {
+      std::vector<double> v(1030);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double(i % 17) - 8.0;
+      v[size_t(pos)] = kNaN;
+      Tensor x = from_vector(v, {1030}, backend).cast(dt);
+      const std::string what = fmt::format("{} NaN at {}", name(dt), pos);
+      EXPECT_TRUE(std::isnan(max(x).item<double>())) << what;
+      EXPECT_TRUE(std::isnan(min(x).item<double>())) << what;
+      EXPECT_EQ(argmax(x).item<int64_t>(), pos) << what;
+      EXPECT_EQ(argmin(x).item<int64_t>(), pos) << what;
+      Tensor cols = x.reshape({103, 10});
+      const std::vector<double> m = max(cols, {0}).to_vector<double>();
+      const std::vector<double> mt =
+          min(cols.transpose(0, 1), {1}).to_vector<double>();
+      const std::vector<int64_t> a =
+          argmax(cols.transpose(0, 1), 1).to_vector<int64_t>();
+      for (int64_t j = 0; j < 10; ++j) {
+        const bool has = j == pos % 10;
+        EXPECT_EQ(std::isnan(m[size_t(j)]), has) << what << " col " << j;
+        EXPECT_EQ(std::isnan(mt[size_t(j)]), has) << what << " col " << j;
+        if (has) {
+          EXPECT_EQ(a[size_t(j)], pos / 10) << what;
+        }
+      }
     }
   }
   // Infinities are ordinary values.

@@ -11,11 +11,15 @@
 // over runs of the innermost reduced axis. argmax/argmin keep the axis order,
 // since their index counts the reduced elements in row-major order.
 //
-// var and logsumexp are two passes (mean, then the sum of squared
-// deviations; max, then the sum of exp(x - max)), which is exact where the
-// one-pass formulas cancel. Work is split over outputs and, when an output
-// reduces many elements, over fixed blocks of them merged in order, so a
-// result does not depend on the thread count.
+// var and logsumexp are two passes (the mean, then the sum of squared
+// deviations; the max, then the sum of exp(x - max)), which stays accurate
+// where the one-pass formulas cancel; var's mean is itself taken as
+// x0 + mean(x - x0) with x0 one of the values, so that f32 partial sums see
+// the spread of the data rather than a large common offset.
+//
+// Work is split over outputs and, when an output reduces many elements, over
+// fixed blocks of them merged in order, so a result does not depend on the
+// thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -43,9 +47,7 @@ enum class Kind : uint8_t {
   min,
   sum_dev,
   sum_sq_dev,
-  sum_exp_dev,
-  argmax,
-  argmin
+  sum_exp_dev
 };
 
 double merge_double(Kind kind, double a, double b) {
