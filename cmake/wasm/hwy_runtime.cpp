@@ -33,6 +33,13 @@ ChosenTarget& GetChosenTarget() {
   return chosen;
 }
 
+// Tests that run kernels on each compiled target call this; with one target
+// compiled, only it (or the reset to all, targets == 0) can be chosen.
+void SetSupportedTargetsForTest(int64_t targets) {
+  GetChosenTarget().Update(targets == 0 ? SupportedTargets()
+                                        : targets & SupportedTargets());
+}
+
 namespace {
 
 // Stored just below each aligned payload, so freeing finds the block.
