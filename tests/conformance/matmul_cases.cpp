@@ -195,7 +195,7 @@ CONFORMANCE_CASE(matmul, "sizes around the cache blocks") {
   }
 }
 
-CONFORMANCE_CASE(matmul, "multithreaded, 1 to 3 threads") {
+CONFORMANCE_CASE(matmul, "multithreaded, 1 and 3 threads") {
   const Shapes shapes[] = {
       {{200, 300}, {300, 190}},    // one GEMM split over the threads
       {{3, 40, 50}, {3, 50, 45}},  // batch entries spread over threads
@@ -203,7 +203,8 @@ CONFORMANCE_CASE(matmul, "multithreaded, 1 to 3 threads") {
   };
   const int saved = cpu::num_threads();
   uint64_t seed = 700;
-  for (int threads : {1, 2, 3}) {
+  // (Two threads, the test environment's default, run every other case.)
+  for (int threads : {1, 3}) {
     cpu::set_num_threads(threads);
     for (const Shapes& s : shapes) {
       for (DType dt : kFloatDTypes) {

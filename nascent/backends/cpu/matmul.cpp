@@ -1,5 +1,7 @@
 // matmul: one packed GEMM per (broadcast) batch entry, reading each operand
 // through its own strides, so transposed and broadcast inputs are not copied.
+// A B shared by the whole batch (x @ W) makes one tall GEMM instead, and a
+// batch of small products is spread over the threads entry by entry.
 #include <algorithm>
 #include <cmath>
 #include <string>
