@@ -108,11 +108,20 @@ bool contiguous_taps(const Geometry& g) {
   return g.sh == 1 && g.sw == 1 && g.w == g.ow;
 }
 
-// Output rows of [r0, r1) whose input row for kernel row i is inside.
-Range valid_rows(const Geometry& g, int64_t i, int64_t r0, int64_t r1) {
-  const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
-  return {std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)};
-}
+// Per kernel column j, the output columns whose input column is inside;
+// per kernel row i, the output rows of [r0, r1) whose input row is.
+struct TapRanges {
+  std::vector<Range> cols, rows;
+  TapRanges(const Geometry& g, int64_t r0, int64_t r1) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      cols.push_back(valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw));
+    }
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
+      rows.push_back({std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)});
+    }
+  }
+};
 
 // col[K, (r1 - r0) * OW] of one image and group (x points at its first
 // channel) for output rows [r0, r1). Padding reads as zero.
@@ -120,11 +129,11 @@ template <class T>
 void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
   const int64_t cols = (r1 - r0) * g.ow;
   const bool runs = contiguous_taps(g);
+  const TapRanges ranges(g, r0, r1);
   auto fill_row = [&](int64_t row) {
     const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
     const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
-    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-    const Range rr = valid_rows(g, i, r0, r1);
+    const Range cr = ranges.cols[size_t(j)], rr = ranges.rows[size_t(i)];
     // Output (r, c) is dst[r * OW + c] and reads plane[at + r * SH * W +
     // c * SW] (in bounds for the valid rows and columns).
     T* dst = col + row * cols;
@@ -173,9 +182,9 @@ template <class T>
 void col2im(const Geometry& g, T* col, int64_t r0, int64_t r1, T* x) {
   const int64_t cols = (r1 - r0) * g.ow;
   const bool runs = contiguous_taps(g);
+  const TapRanges ranges(g, r0, r1);
   auto add_tap = [&](int64_t ci, int64_t i, int64_t j) {
-    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-    const Range rr = valid_rows(g, i, r0, r1);
+    const Range cr = ranges.cols[size_t(j)], rr = ranges.rows[size_t(i)];
     if (rr.lo >= rr.hi) return;
     // As in im2col: (r, c) is src[r * OW + c - shift] and goes to
     // plane[at + r * SH * W + c * SW].
