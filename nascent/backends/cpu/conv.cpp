@@ -224,12 +224,17 @@ void col2im(const Geometry& g, T* col, int64_t r0, int64_t r1, T* x) {
 
 // --- im2col + GEMM, one image at a time ------------------------------------
 
+// out = W col (+ bias). With `wb` (the weights [O, K + 1] with the bias as
+// an extra last column) col gets a last row of ones and the GEMM adds the
+// bias in passing; otherwise the bias is written first and accumulated
+// onto (an extra pass over the output, and a read of it in the GEMM).
 template <class T>
 void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
-                   T* out) {
+                   const T* wb, T* out) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
+  const int64_t kb = wb != nullptr ? k + 1 : k;
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(kb * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     T* outg = out + grp * og * ohw;
@@ -237,7 +242,7 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
       const int64_t r1 = std::min(g.oh, r0 + block);
       const int64_t cols = (r1 - r0) * g.ow;
       T* c = outg + r0 * g.ow;
-      if (bias != nullptr) {
+      if (bias != nullptr && wb == nullptr) {
         for (int64_t m = 0; m < og; ++m) {
           std::fill(c + m * ohw, c + m * ohw + cols, bias[grp * og + m]);
         }
@@ -246,14 +251,15 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
       int64_t rsb = g.hw();
       if (!g.pointwise()) {
         im2col(g, xg, r0, r1, col);
+        if (wb != nullptr) std::fill(col + k * cols, col + kb * cols, T(1));
         b = col;
         rsb = cols;
       }
       GemmArgs args;
-      args.m = og, args.n = cols, args.k = k;
-      args.rsa = k, args.csa = 1, args.rsb = rsb, args.csb = 1;
-      args.ldc = ohw, args.accumulate = bias != nullptr;
-      gemm(args, w + grp * og * k, b, c);
+      args.m = og, args.n = cols, args.k = kb;
+      args.rsa = kb, args.csa = 1, args.rsb = rsb, args.csb = 1;
+      args.ldc = ohw, args.accumulate = bias != nullptr && wb == nullptr;
+      gemm(args, (wb != nullptr ? wb : w) + grp * og * kb, b, c);
     }
   }
 }
@@ -496,7 +502,8 @@ void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   for_each_image(g.n, [&](int64_t n) {
     forward_image(f, gout + n * y_size, flipped.data(),
-                  static_cast<T*>(nullptr), dx + n * x_size);
+                  static_cast<const T*>(nullptr),
+                  static_cast<const T*>(nullptr), dx + n * x_size);
   });
 }
 
@@ -505,11 +512,22 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
                const T* bias, T* out) {
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   switch (op) {
-    case ConvOp::conv2d:
+    case ConvOp::conv2d: {
+      std::vector<T> wb;  // Weights with the bias as a last column.
+      if (bias != nullptr && !g.pointwise()) {
+        const int64_t k = g.k();
+        wb.resize(size_t(g.o * (k + 1)));
+        for (int64_t oc = 0; oc < g.o; ++oc) {
+          std::copy(b + oc * k, b + (oc + 1) * k, wb.begin() + oc * (k + 1));
+          wb[size_t(oc * (k + 1) + k)] = bias[oc];
+        }
+      }
+      const T* wbp = wb.empty() ? nullptr : wb.data();
       for_each_image(g.n, [&](int64_t n) {
-        forward_image(g, a + n * x_size, b, bias, out + n * y_size);
+        forward_image(g, a + n * x_size, b, bias, wbp, out + n * y_size);
       });
       break;
+    }
     case ConvOp::conv2d_backward_input:
       if (flip_backward_input(g)) {
         backward_input_as_forward(g, a, b, out);
