@@ -82,6 +82,24 @@ const ConvConfig kConfigs[] = {
      {8, 16, 3, 3},
      params(1, 1, 1, 1),
      true},
+    // Fewer output than input channels: the stride-1 input gradient runs as
+    // a forward convolution with the flipped kernel.
+    {"narrowing, dilated",
+     {2, 6, 9, 10},
+     {2, 6, 3, 3},
+     params(1, 1, 2, 1, 2, 1),
+     true},
+    {"narrowing, groups 2",
+     {1, 8, 7, 7},
+     {4, 4, 3, 3},
+     params(1, 1, 1, 1, 1, 1, 2),
+     false},
+    // A widening "same" conv: col2im adds each tap as one run, in blocks.
+    {"widening same conv, col2im in blocks",
+     {1, 8, 60, 70},
+     {12, 8, 3, 3},
+     params(1, 1, 1, 1),
+     false},
     // Strided, so the input gradient goes through col2im, in blocks too.
     {"large strided, col2im in blocks",
      {1, 16, 41, 300},

@@ -108,11 +108,20 @@ bool contiguous_taps(const Geometry& g) {
   return g.sh == 1 && g.sw == 1 && g.w == g.ow;
 }
 
-// Output rows of [r0, r1) whose input row for kernel row i is inside.
-Range valid_rows(const Geometry& g, int64_t i, int64_t r0, int64_t r1) {
-  const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
-  return {std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)};
-}
+// Per kernel column j, the output columns whose input column is inside;
+// per kernel row i, the output rows of [r0, r1) whose input row is.
+struct TapRanges {
+  std::vector<Range> cols, rows;
+  TapRanges(const Geometry& g, int64_t r0, int64_t r1) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      cols.push_back(valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw));
+    }
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const Range rr = valid_outputs(g.h, g.oh, g.sh, g.ph, i * g.dh);
+      rows.push_back({std::clamp(rr.lo, r0, r1), std::clamp(rr.hi, r0, r1)});
+    }
+  }
+};
 
 // col[K, (r1 - r0) * OW] of one image and group (x points at its first
 // channel) for output rows [r0, r1). Padding reads as zero.
@@ -120,11 +129,11 @@ template <class T>
 void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
   const int64_t cols = (r1 - r0) * g.ow;
   const bool runs = contiguous_taps(g);
+  const TapRanges ranges(g, r0, r1);
   auto fill_row = [&](int64_t row) {
     const int64_t j = row % g.kw, i = (row / g.kw) % g.kh;
     const T* plane = x + (row / (g.kw * g.kh)) * g.hw();
-    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-    const Range rr = valid_rows(g, i, r0, r1);
+    const Range cr = ranges.cols[size_t(j)], rr = ranges.rows[size_t(i)];
     // Output (r, c) is dst[r * OW + c] and reads plane[at + r * SH * W +
     // c * SW] (in bounds for the valid rows and columns).
     T* dst = col + row * cols;
@@ -167,21 +176,38 @@ void im2col(const Geometry& g, const T* x, int64_t r0, int64_t r1, T* col) {
 
 // The adjoint of im2col: adds col's entries back to the input positions they
 // were read from. Split by channel, since only a channel's own rows of col
-// land in its plane. (Stride-1 gradients run as a forward convolution
-// instead, see flip_backward_input.)
+// land in its plane. For contiguous taps col's padding entries are zeroed
+// first, so that a tap's block adds to the plane as one run.
 template <class T>
-void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
+void col2im(const Geometry& g, T* col, int64_t r0, int64_t r1, T* x) {
   const int64_t cols = (r1 - r0) * g.ow;
+  const bool runs = contiguous_taps(g);
+  const TapRanges ranges(g, r0, r1);
   auto add_tap = [&](int64_t ci, int64_t i, int64_t j) {
-    const Range cr = valid_outputs(g.w, g.ow, g.sw, g.pw, j * g.dw);
-    const Range rr = valid_rows(g, i, r0, r1);
-    // As in im2col: (r, c) is src[(r - r0) * OW + c] and goes to
+    const Range cr = ranges.cols[size_t(j)], rr = ranges.rows[size_t(i)];
+    if (rr.lo >= rr.hi) return;
+    // As in im2col: (r, c) is src[r * OW + c - shift] and goes to
     // plane[at + r * SH * W + c * SW].
-    const T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
+    T* src = col + ((ci * g.kh + i) * g.kw + j) * cols;
     T* plane = x + ci * g.hw();
     const int64_t at = (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+    const int64_t shift = r0 * g.ow;
+    if (runs) {
+      T* s = src + (rr.lo * g.ow - shift);
+      auto zero_column = [&](int64_t c) {
+        for (int64_t r = 0; r < rr.hi - rr.lo; ++r) s[r * g.ow + c] = T(0);
+      };
+      for (int64_t c = 0; c < cr.lo; ++c) zero_column(c);
+      for (int64_t c = cr.hi; c < g.ow; ++c) zero_column(c);
+      const int64_t first = rr.lo * g.ow + cr.lo;
+      const int64_t last = (rr.hi - 1) * g.ow + cr.hi;
+      T* d = plane + (at + first);
+      const T* run = src + (first - shift);
+      for (int64_t k = 0; k < last - first; ++k) d[k] += run[k];
+      return;
+    }
     for (int64_t r = rr.lo; r < rr.hi; ++r) {
-      const T* s = src + (r - r0) * g.ow;
+      const T* s = src + (r * g.ow - shift);
       const int64_t d = at + r * g.sh * g.w;
       for (int64_t c = cr.lo; c < cr.hi; ++c) plane[d + c * g.sw] += s[c];
     }
@@ -198,12 +224,17 @@ void col2im(const Geometry& g, const T* col, int64_t r0, int64_t r1, T* x) {
 
 // --- im2col + GEMM, one image at a time ------------------------------------
 
+// out = W col (+ bias). With `wb` (the weights [O, K + 1] with the bias as
+// an extra last column) col gets a last row of ones and the GEMM adds the
+// bias in passing; otherwise the bias is written first and accumulated
+// onto (an extra pass over the output, and a read of it in the GEMM).
 template <class T>
 void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
-                   T* out) {
+                   const T* wb, T* out) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
+  const int64_t kb = wb != nullptr ? k + 1 : k;
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(kb * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     T* outg = out + grp * og * ohw;
@@ -211,7 +242,7 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
       const int64_t r1 = std::min(g.oh, r0 + block);
       const int64_t cols = (r1 - r0) * g.ow;
       T* c = outg + r0 * g.ow;
-      if (bias != nullptr) {
+      if (bias != nullptr && wb == nullptr) {
         for (int64_t m = 0; m < og; ++m) {
           std::fill(c + m * ohw, c + m * ohw + cols, bias[grp * og + m]);
         }
@@ -220,37 +251,39 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
       int64_t rsb = g.hw();
       if (!g.pointwise()) {
         im2col(g, xg, r0, r1, col);
+        if (wb != nullptr) std::fill(col + k * cols, col + kb * cols, T(1));
         b = col;
         rsb = cols;
       }
       GemmArgs args;
-      args.m = og, args.n = cols, args.k = k;
-      args.rsa = k, args.csa = 1, args.rsb = rsb, args.csb = 1;
-      args.ldc = ohw, args.accumulate = bias != nullptr;
-      gemm(args, w + grp * og * k, b, c);
+      args.m = og, args.n = cols, args.k = kb;
+      args.rsa = kb, args.csa = 1, args.rsb = rsb, args.csb = 1;
+      args.ldc = ohw, args.accumulate = bias != nullptr && wb == nullptr;
+      gemm(args, (wb != nullptr ? wb : w) + grp * og * kb, b, c);
     }
   }
 }
 
-// grad_x = col2im(W_g^T grad_out_g), block by block: the strided case
-// (stride 1, the 1x1 case included, runs as a forward convolution).
+// grad_x = col2im(W_g^T grad_out_g), block by block; for 1x1 convs the
+// GEMM writes grad_x itself.
 template <class T>
 void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
-  std::fill(dx, dx + g.c * g.hw(), T(0));
-  const int64_t block = rows_per_block(g, sizeof(T));
-  T* col = scratch<T>(size_t(k * block * g.ow));
+  if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
+  const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
+  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* gg = gout + grp * og * ohw;
     T* dxg = dx + grp * g.cg() * g.hw();
     for (int64_t r0 = 0; r0 < g.oh; r0 += block) {
       const int64_t r1 = std::min(g.oh, r0 + block);
+      const int64_t cols = (r1 - r0) * g.ow;
       GemmArgs args;
-      args.m = k, args.n = (r1 - r0) * g.ow, args.k = og;
+      args.m = k, args.n = cols, args.k = og;
       args.rsa = 1, args.csa = k, args.rsb = ohw, args.csb = 1;
-      args.ldc = args.n;
-      gemm(args, w + grp * og * k, gg + r0 * g.ow, col);
-      col2im(g, col, r0, r1, dxg);
+      args.ldc = g.pointwise() ? g.hw() : cols;
+      gemm(args, w + grp * og * k, gg + r0 * g.ow, g.pointwise() ? dxg : col);
+      if (!g.pointwise()) col2im(g, col, r0, r1, dxg);
     }
   }
 }
@@ -434,14 +467,17 @@ void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   }
 }
 
-// With stride 1 the input gradient is a forward convolution of grad_out
-// with the flipped kernel, input and output channels swapped, and padding
-// (KH - 1) * DH - PH: im2col of grad_out and a GEMM that writes grad_x
-// directly, instead of a GEMM into col and col2im's scattered adds (a
-// third of the time). Needs that padding to be non-negative.
+// With stride 1 the input gradient is also a forward convolution of
+// grad_out with the flipped kernel, input and output channels swapped, and
+// padding (KH - 1) * DH - PH: im2col of grad_out, then a GEMM that writes
+// grad_x directly. Both ways do the same GEMM FLOPs; what differs is the
+// column buffer, Og * KH * KW rows of H * W for this one against Cg * KH *
+// KW rows of OH * OW for col2im's, written, packed by the GEMM and read
+// again. So this one is taken when the layer narrows (Og < Cg). Needs that
+// padding to be non-negative.
 bool flip_backward_input(const Geometry& g) {
-  return g.sh == 1 && g.sw == 1 && g.ph <= (g.kh - 1) * g.dh &&
-         g.pw <= (g.kw - 1) * g.dw;
+  return g.sh == 1 && g.sw == 1 && g.og() < g.cg() &&
+         g.ph <= (g.kh - 1) * g.dh && g.pw <= (g.kw - 1) * g.dw;
 }
 
 template <class T>
@@ -466,7 +502,8 @@ void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   for_each_image(g.n, [&](int64_t n) {
     forward_image(f, gout + n * y_size, flipped.data(),
-                  static_cast<T*>(nullptr), dx + n * x_size);
+                  static_cast<const T*>(nullptr),
+                  static_cast<const T*>(nullptr), dx + n * x_size);
   });
 }
 
@@ -475,11 +512,22 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
                const T* bias, T* out) {
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   switch (op) {
-    case ConvOp::conv2d:
+    case ConvOp::conv2d: {
+      std::vector<T> wb;  // Weights with the bias as a last column.
+      if (bias != nullptr && !g.pointwise()) {
+        const int64_t k = g.k();
+        wb.resize(size_t(g.o * (k + 1)));
+        for (int64_t oc = 0; oc < g.o; ++oc) {
+          std::copy(b + oc * k, b + (oc + 1) * k, wb.begin() + oc * (k + 1));
+          wb[size_t(oc * (k + 1) + k)] = bias[oc];
+        }
+      }
+      const T* wbp = wb.empty() ? nullptr : wb.data();
       for_each_image(g.n, [&](int64_t n) {
-        forward_image(g, a + n * x_size, b, bias, out + n * y_size);
+        forward_image(g, a + n * x_size, b, bias, wbp, out + n * y_size);
       });
       break;
+    }
     case ConvOp::conv2d_backward_input:
       if (flip_backward_input(g)) {
         backward_input_as_forward(g, a, b, out);
