@@ -28,6 +28,7 @@ struct UnarySpec {
   bool zero_sign = false;
   std::vector<double> specials = {};
   UnaryParams params = {};
+  bool large = true;  // Also run the threaded and large shapes.
 };
 
 // Values every float case sees, then each op adds its own domain edges.
@@ -315,7 +316,9 @@ std::vector<UnarySpec> pow_specs() {
                 nullptr,
                 false,
                 {-2.0, -3.0, 0.25, 1e-20, 1e20, 1e-40, -1e-40},
-                {e, 0.0}};
+                {e, 0.0},
+                // Long runs for one short-form and one general exponent.
+                e == 2.0 || e == 2.5};
     out.push_back(s);
   }
   return out;
@@ -443,7 +446,7 @@ void run(Backend& backend, const UnarySpec& s) {
   for (DType dt : kAllDTypes) {
     if (!accepts(s, dt)) continue;
     std::vector<Shape> shapes = small_shapes();
-    if ((is_floating(dt) || dt == DType::i32) && coverage().large_shapes) {
+    if (threaded_dtype(dt) && s.large) {
       shapes.push_back(kThreadedShape);
     }
     for (Layout layout : kLayouts) {
@@ -458,7 +461,7 @@ void run(Backend& backend, const UnarySpec& s) {
   }
   // Long enough for every thread to run SIMD bodies and tails.
   for (DType dt : {DType::f32, DType::bf16}) {
-    if (!coverage().large_shapes) break;
+    if (!coverage().large_shapes || !s.large) break;
     check(s,
           random_tensor({kLargeSize}, dt, backend, seed++, Layout::contiguous,
                         s.lo, s.hi),
