@@ -73,15 +73,15 @@ Real clamp_ref(Real x, const UnaryParams& p) {
   return x < p.a ? Real(p.a) : x > p.b ? Real(p.b) : x;
 }
 
-// silu(x) = x * sigmoid(x): far below zero sigmoid is subnormal, and its
-// rounding (a subnormal unit) is multiplied by |x|.
-double silu_tiny_scale(Real x) {
+// silu, gelu and gelu_tanh are x times a factor that is subnormal far below
+// zero, so that factor's rounding (a subnormal unit) is multiplied by |x|.
+double times_factor_tiny_scale(Real x) {
   return std::isfinite(x) ? double(std::max(Real(1), std::fabs(x))) : 1.0;
 }
 
 // Rounding of x^2 / 2 inside e^(-x^2/2) grows the error as x^2.
 double gelu_cond(Real x) {
-  return std::isfinite(x) ? double(1 + x * x / 8) : 1.0;
+  return std::isfinite(x) ? double(1 + x * x / 4) : 1.0;
 }
 // sigmoid(v) with v computed in the compute type: error grows as |v|.
 double gelu_tanh_cond(Real x) {
@@ -200,7 +200,7 @@ const std::vector<UnarySpec>& specs() {
        gelu_ref,
        -10,
        10,
-       8,
+       4,
        gelu_cond,
        false,
        {-5.0, -8.0, -12.0, -13.5, -14.0, -20.0, 0x1p-30, -0x1p-30, 5.0, 6.0}},
@@ -227,7 +227,7 @@ const std::vector<UnarySpec>& specs() {
        REF(std::erf(x)),
        -5,
        5,
-       8,
+       4,
        nullptr,
        false,
        {0x1p-30, -0x1p-30, 0.74, 0.75, 0.76, -0.75, 3.9, 4.0, 6.0, 10.0, -10.0,
@@ -427,8 +427,10 @@ void check(const UnarySpec& s, const Tensor& x, const std::string& label) {
   for (size_t i = 0; i < in.size(); ++i) {
     want[i] = s.ref(in[i], s.params);
     if (s.cond != nullptr) bound.cond.push_back(s.cond(in[i]));
-    if (s.op == UnaryOp::silu)
-      bound.tiny_scale.push_back(silu_tiny_scale(in[i]));
+    if (s.op == UnaryOp::silu || s.op == UnaryOp::gelu ||
+        s.op == UnaryOp::gelu_tanh) {
+      bound.tiny_scale.push_back(times_factor_tiny_scale(in[i]));
+    }
   }
   expect_values(y, want, bound, label,
                 [&](size_t i) { return fmt::format("x = {}", double(in[i])); });
