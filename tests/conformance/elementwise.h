@@ -37,6 +37,13 @@ inline Coverage& coverage() {
   return c;
 }
 
+// The dtypes that also run the threaded shapes: threading does not depend
+// on the dtype, but these cover the f32, converted (bf16) and integer loops.
+inline bool threaded_dtype(DType dt) {
+  return coverage().large_shapes &&
+         (dt == DType::f32 || dt == DType::bf16 || dt == DType::i32);
+}
+
 // Half an ulp, relative (2^-24 for f32); 0 for integer types and bool.
 long double unit_roundoff(DType dtype);
 

@@ -11,6 +11,7 @@
 #include "hwy/highway.h"
 // clang-format on
 #include "nascent/backends/cpu/simd_loops-inl.h"
+#include "nascent/backends/cpu/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {
@@ -59,6 +60,15 @@ void BinaryStrided(BinaryOp op, const T* a, const T* b, void* out, size_t n) {
     case BinaryOp::ge:
       return compare([](V x, V y) { return hn::Ge(x, y); });
     case BinaryOp::pow:
+#if HWY_HAVE_FLOAT64
+      if constexpr (!std::is_same_v<T, double>) {
+        // In f64 lanes: as many f32 lanes as an f64 vector has.
+        const hn::Rebind<float, hn::ScalableTag<double>> df;
+        return Map2<kScalarA, kScalarB>(
+            df, a, b, o, n, [&](auto x, auto y) { return PowF32(df, x, y); });
+      }
+#endif
+      break;
     case BinaryOp::logical_and:
     case BinaryOp::logical_or:
     case BinaryOp::logical_xor:
@@ -173,6 +183,7 @@ bool has_binary(BinaryOp op, DType dtype) {
   }
   switch (op) {
     case BinaryOp::pow:
+      return dtype != DType::f64 && has_float64();
     case BinaryOp::logical_and:
     case BinaryOp::logical_or:
     case BinaryOp::logical_xor:

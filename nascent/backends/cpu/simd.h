@@ -21,12 +21,20 @@ namespace nascent::cpu::simd {
 bool has_float64();
 
 // f32, f64 (not erf and gelu), f16 and bf16 (computed in f32). pow_scalar
-// only for the exponents with exact short forms (0, +-0.5, +-1, 2, 3, -2).
+// of f64 only for the exponents with exact short forms (0, +-0.5, +-1, 2,
+// 3, -2); f32 takes any exponent (computed in f64 lanes).
 bool has_unary(UnaryOp op, DType dtype, const UnaryParams& p);
+// The exponents of pow_scalar with exact short forms (x * x, 1 / sqrt(x)).
+inline bool is_short_exponent(double e) {
+  for (double s : {0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5}) {
+    if (e == s) return true;
+  }
+  return false;
+}
 void unary(UnaryOp op, DType dtype, const void* x, void* out, int64_t n,
            const UnaryParams& p);
 
-// Arithmetic (not pow) and comparisons on f32, f64, f16 and bf16.
+// Arithmetic and comparisons on f32, f64, f16 and bf16 (pow not on f64).
 // stride_a and stride_b are 1 (contiguous) or 0 (one broadcast value).
 bool has_binary(BinaryOp op, DType dtype);
 void binary(BinaryOp op, DType dtype, const void* a, int64_t stride_a,

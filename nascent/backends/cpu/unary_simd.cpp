@@ -16,8 +16,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {
 
-// pow(x, e) for the exponents with short exact forms; has_unary() admits
-// only these.
+// pow(x, e) for the exponents with short exact forms.
 template <class D, class V>
 HWY_INLINE V PowShort(D d, V x, double e) {
   using T = hn::TFromD<D>;
@@ -103,7 +102,21 @@ void UnaryTyped(UnaryOp op, const T* x, T* out, size_t n,
     case UnaryOp::gelu_tanh:
       return run([&](V v) { return GeluTanh(d, v); });
     case UnaryOp::pow_scalar:
-      return run([&](V v) { return PowShort(d, v, p.a); });
+      if (simd::is_short_exponent(p.a)) {
+        return run([&](V v) { return PowShort(d, v, p.a); });
+      }
+#if HWY_HAVE_FLOAT64
+      if constexpr (std::is_same_v<C, float>) {
+        // In f64 lanes, with the exponent as given (not rounded to f32).
+        const hn::Rebind<float, hn::ScalableTag<double>> df;
+        const hn::Rebind<double, decltype(df)> d64;
+        const auto e = hn::Set(d64, p.a);
+        return Map1(df, x, out, n, [&](auto v) {
+          return DemoteToFloat(df, PowCore(d64, hn::PromoteTo(d64, v), e));
+        });
+      }
+#endif
+      break;
     case UnaryOp::gelu:
     case UnaryOp::erf:
       if constexpr (std::is_same_v<C, float>) {
@@ -159,10 +172,9 @@ bool has_unary(UnaryOp op, DType dtype, const UnaryParams& p) {
     case UnaryOp::erf:
       return f32_compute;
     case UnaryOp::pow_scalar:
-      for (double e : {0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5}) {
-        if (p.a == e) return true;
-      }
-      return false;
+      // Any exponent through f64 lanes; without those, only short forms.
+      if (f32_compute && has_float64()) return true;
+      return is_short_exponent(p.a);
     default:
       return true;
   }
