@@ -17,6 +17,8 @@ Backend& default_backend() {
   return cpu;
 }
 
-void set_default_backend(Backend* backend) { g_default.store(backend); }
+void set_default_backend(Backend* backend) {
+  g_default.store(backend);
+}
 
 }  // namespace nascent

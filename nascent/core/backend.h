@@ -149,8 +149,8 @@ class Backend {
   // index is i64 and already checked to be in range. gather: out[i][j] =
   // x[index[i][j]][j] along axis. index_select: index is 1-D. scatter_add:
   // out already holds x; adds src at index along axis.
-  virtual void index(IndexOp op, const Tensor& x, int axis,
-                     const Tensor& index, const Tensor* src, Tensor& out) = 0;
+  virtual void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
+                     const Tensor* src, Tensor& out) = 0;
 };
 
 // The backend used where none is named. Defined outside core (the library

@@ -4,28 +4,44 @@ namespace nascent {
 
 size_t size_of(DType dtype) {
   switch (dtype) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::u8: return 1;
-    case DType::boolean: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::f16:
+      return 2;
+    case DType::bf16:
+      return 2;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::u8:
+      return 1;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
 
 const char* name(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::u8: return "u8";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::u8:
+      return "u8";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -43,14 +59,22 @@ namespace {
 // Rank inside a category; the wider type wins.
 int rank(DType d) {
   switch (d) {
-    case DType::boolean: return 0;
-    case DType::u8: return 1;
-    case DType::i32: return 2;
-    case DType::i64: return 3;
-    case DType::f16: return 4;
-    case DType::bf16: return 4;
-    case DType::f32: return 5;
-    case DType::f64: return 6;
+    case DType::boolean:
+      return 0;
+    case DType::u8:
+      return 1;
+    case DType::i32:
+      return 2;
+    case DType::i64:
+      return 3;
+    case DType::f16:
+      return 4;
+    case DType::bf16:
+      return 4;
+    case DType::f32:
+      return 5;
+    case DType::f64:
+      return 6;
   }
   return 0;
 }
@@ -100,7 +124,7 @@ float16 to_float16(float f) {
   std::memcpy(&u, &f, 4);
   uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return {uint16_t(sign | 0x7e00u)};  // NaN
+  if (abs > 0x7f800000u) return {uint16_t(sign | 0x7e00u)};   // NaN
   if (abs >= 0x477ff000u) return {uint16_t(sign | 0x7c00u)};  // Overflow.
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: add a magic number so the FPU rounds.

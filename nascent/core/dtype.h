@@ -98,14 +98,22 @@ inline constexpr DType dtype_of = dtype_traits<T>::value;
 template <class Fn>
 decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::f32: return fn(float{});
-    case DType::f64: return fn(double{});
-    case DType::f16: return fn(float16{});
-    case DType::bf16: return fn(bfloat16{});
-    case DType::i32: return fn(int32_t{});
-    case DType::i64: return fn(int64_t{});
-    case DType::u8: return fn(uint8_t{});
-    case DType::boolean: return fn(bool{});
+    case DType::f32:
+      return fn(float{});
+    case DType::f64:
+      return fn(double{});
+    case DType::f16:
+      return fn(float16{});
+    case DType::bf16:
+      return fn(bfloat16{});
+    case DType::i32:
+      return fn(int32_t{});
+    case DType::i64:
+      return fn(int64_t{});
+    case DType::u8:
+      return fn(uint8_t{});
+    case DType::boolean:
+      return fn(bool{});
   }
   return fn(float{});
 }

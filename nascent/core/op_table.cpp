@@ -25,27 +25,55 @@ Op shift(OpFamily family, FamilyOp op) {
 }
 }  // namespace
 
-const std::array<OpInfo, kNumOps>& op_table() { return kTable; }
-const OpInfo& info(Op op) { return kTable[size_t(op)]; }
-const char* name(Op op) { return kTable[size_t(op)].name; }
+const std::array<OpInfo, kNumOps>& op_table() {
+  return kTable;
+}
+const OpInfo& info(Op op) {
+  return kTable[size_t(op)];
+}
+const char* name(Op op) {
+  return kTable[size_t(op)].name;
+}
 
 const char* name(OpFamily family) {
   static const char* const kNames[] = {
-      "creation", "random", "copy",  "unary",   "binary", "where", "reduce",
-      "scan",     "matmul", "conv",  "pool",    "softmax", "norm", "index"};
+      "creation", "random", "copy", "unary", "binary",  "where", "reduce",
+      "scan",     "matmul", "conv", "pool",  "softmax", "norm",  "index"};
   return kNames[size_t(family)];
 }
 
-Op op_of(CreationOp op) { return shift(OpFamily::Creation, op); }
-Op op_of(RandomOp op) { return shift(OpFamily::Random, op); }
-Op op_of(UnaryOp op) { return shift(OpFamily::Unary, op); }
-Op op_of(BinaryOp op) { return shift(OpFamily::Binary, op); }
-Op op_of(ReduceOp op) { return shift(OpFamily::Reduce, op); }
-Op op_of(ScanOp op) { return shift(OpFamily::Scan, op); }
-Op op_of(ConvOp op) { return shift(OpFamily::Conv, op); }
-Op op_of(PoolOp op) { return shift(OpFamily::Pool, op); }
-Op op_of(SoftmaxOp op) { return shift(OpFamily::Softmax, op); }
-Op op_of(NormOp op) { return shift(OpFamily::Norm, op); }
-Op op_of(IndexOp op) { return shift(OpFamily::Index, op); }
+Op op_of(CreationOp op) {
+  return shift(OpFamily::Creation, op);
+}
+Op op_of(RandomOp op) {
+  return shift(OpFamily::Random, op);
+}
+Op op_of(UnaryOp op) {
+  return shift(OpFamily::Unary, op);
+}
+Op op_of(BinaryOp op) {
+  return shift(OpFamily::Binary, op);
+}
+Op op_of(ReduceOp op) {
+  return shift(OpFamily::Reduce, op);
+}
+Op op_of(ScanOp op) {
+  return shift(OpFamily::Scan, op);
+}
+Op op_of(ConvOp op) {
+  return shift(OpFamily::Conv, op);
+}
+Op op_of(PoolOp op) {
+  return shift(OpFamily::Pool, op);
+}
+Op op_of(SoftmaxOp op) {
+  return shift(OpFamily::Softmax, op);
+}
+Op op_of(NormOp op) {
+  return shift(OpFamily::Norm, op);
+}
+Op op_of(IndexOp op) {
+  return shift(OpFamily::Index, op);
+}
 
 }  // namespace nascent

@@ -22,50 +22,50 @@ namespace nascent {
 // copy also converts dtype (cast) and writes into strided views (cat, pad).
 #define NASCENT_COPY_OPS(X) X(Copy, copy, true)
 
-#define NASCENT_UNARY_OPS(X)  \
-  X(Unary, neg, true)         \
-  X(Unary, abs, true)         \
-  X(Unary, sign, false)       \
-  X(Unary, exp, true)         \
-  X(Unary, log, true)         \
-  X(Unary, log1p, true)       \
-  X(Unary, expm1, true)       \
-  X(Unary, sqrt, true)        \
-  X(Unary, rsqrt, true)       \
-  X(Unary, sin, true)         \
-  X(Unary, cos, true)         \
-  X(Unary, tanh, true)        \
-  X(Unary, sigmoid, true)     \
-  X(Unary, relu, true)        \
-  X(Unary, gelu, true)        \
-  X(Unary, gelu_tanh, true)   \
-  X(Unary, silu, true)        \
-  X(Unary, erf, true)         \
-  X(Unary, floor, false)      \
-  X(Unary, ceil, false)       \
-  X(Unary, round, false)      \
-  X(Unary, reciprocal, true)  \
-  X(Unary, square, true)      \
-  X(Unary, clamp, true)       \
-  X(Unary, pow_scalar, true)  \
+#define NASCENT_UNARY_OPS(X) \
+  X(Unary, neg, true)        \
+  X(Unary, abs, true)        \
+  X(Unary, sign, false)      \
+  X(Unary, exp, true)        \
+  X(Unary, log, true)        \
+  X(Unary, log1p, true)      \
+  X(Unary, expm1, true)      \
+  X(Unary, sqrt, true)       \
+  X(Unary, rsqrt, true)      \
+  X(Unary, sin, true)        \
+  X(Unary, cos, true)        \
+  X(Unary, tanh, true)       \
+  X(Unary, sigmoid, true)    \
+  X(Unary, relu, true)       \
+  X(Unary, gelu, true)       \
+  X(Unary, gelu_tanh, true)  \
+  X(Unary, silu, true)       \
+  X(Unary, erf, true)        \
+  X(Unary, floor, false)     \
+  X(Unary, ceil, false)      \
+  X(Unary, round, false)     \
+  X(Unary, reciprocal, true) \
+  X(Unary, square, true)     \
+  X(Unary, clamp, true)      \
+  X(Unary, pow_scalar, true) \
   X(Unary, logical_not, false)
 
-#define NASCENT_BINARY_OPS(X)  \
-  X(Binary, add, true)         \
-  X(Binary, sub, true)         \
-  X(Binary, mul, true)         \
-  X(Binary, div, true)         \
-  X(Binary, pow, true)         \
-  X(Binary, maximum, true)     \
-  X(Binary, minimum, true)     \
-  X(Binary, eq, false)         \
-  X(Binary, ne, false)         \
-  X(Binary, lt, false)         \
-  X(Binary, le, false)         \
-  X(Binary, gt, false)         \
-  X(Binary, ge, false)         \
+#define NASCENT_BINARY_OPS(X)   \
+  X(Binary, add, true)          \
+  X(Binary, sub, true)          \
+  X(Binary, mul, true)          \
+  X(Binary, div, true)          \
+  X(Binary, pow, true)          \
+  X(Binary, maximum, true)      \
+  X(Binary, minimum, true)      \
+  X(Binary, eq, false)          \
+  X(Binary, ne, false)          \
+  X(Binary, lt, false)          \
+  X(Binary, le, false)          \
+  X(Binary, gt, false)          \
+  X(Binary, ge, false)          \
   X(Binary, logical_and, false) \
-  X(Binary, logical_or, false) \
+  X(Binary, logical_or, false)  \
   X(Binary, logical_xor, false)
 
 #define NASCENT_WHERE_OPS(X) X(Where, where, true)
@@ -85,15 +85,15 @@ namespace nascent {
 
 #define NASCENT_MATMUL_OPS(X) X(Matmul, matmul, true)
 
-#define NASCENT_CONV_OPS(X)                \
-  X(Conv, conv2d, true)                    \
-  X(Conv, conv2d_backward_input, true)     \
+#define NASCENT_CONV_OPS(X)            \
+  X(Conv, conv2d, true)                \
+  X(Conv, conv2d_backward_input, true) \
   X(Conv, conv2d_backward_weight, true)
 
-#define NASCENT_POOL_OPS(X)             \
-  X(Pool, max_pool2d, true)             \
-  X(Pool, avg_pool2d, true)             \
-  X(Pool, max_pool2d_backward, false)   \
+#define NASCENT_POOL_OPS(X)           \
+  X(Pool, max_pool2d, true)           \
+  X(Pool, avg_pool2d, true)           \
+  X(Pool, max_pool2d_backward, false) \
   X(Pool, avg_pool2d_backward, false)
 
 #define NASCENT_SOFTMAX_OPS(X) \
@@ -104,23 +104,36 @@ namespace nascent {
   X(Norm, layer_norm, true) \
   X(Norm, rms_norm, true)
 
-#define NASCENT_INDEX_OPS(X)   \
-  X(Index, gather, true)       \
-  X(Index, scatter_add, true)  \
+#define NASCENT_INDEX_OPS(X)  \
+  X(Index, gather, true)      \
+  X(Index, scatter_add, true) \
   X(Index, index_select, true)
 
-#define NASCENT_ALL_OPS(X)                                                  \
-  NASCENT_CREATION_OPS(X) NASCENT_RANDOM_OPS(X) NASCENT_COPY_OPS(X)         \
-  NASCENT_UNARY_OPS(X) NASCENT_BINARY_OPS(X) NASCENT_WHERE_OPS(X)           \
-  NASCENT_REDUCE_OPS(X) NASCENT_SCAN_OPS(X) NASCENT_MATMUL_OPS(X)           \
-  NASCENT_CONV_OPS(X) NASCENT_POOL_OPS(X) NASCENT_SOFTMAX_OPS(X)            \
-  NASCENT_NORM_OPS(X) NASCENT_INDEX_OPS(X)
+#define NASCENT_ALL_OPS(X)                                                   \
+  NASCENT_CREATION_OPS(X)                                                    \
+  NASCENT_RANDOM_OPS(X) NASCENT_COPY_OPS(X) NASCENT_UNARY_OPS(X)             \
+      NASCENT_BINARY_OPS(X) NASCENT_WHERE_OPS(X) NASCENT_REDUCE_OPS(X)       \
+          NASCENT_SCAN_OPS(X) NASCENT_MATMUL_OPS(X) NASCENT_CONV_OPS(X)      \
+              NASCENT_POOL_OPS(X) NASCENT_SOFTMAX_OPS(X) NASCENT_NORM_OPS(X) \
+                  NASCENT_INDEX_OPS(X)
 
 #define NASCENT_OP_ENUMERATOR(family, name, differentiable) name,
 
 enum class OpFamily : uint8_t {
-  Creation, Random, Copy, Unary, Binary, Where, Reduce, Scan, Matmul, Conv,
-  Pool, Softmax, Norm, Index
+  Creation,
+  Random,
+  Copy,
+  Unary,
+  Binary,
+  Where,
+  Reduce,
+  Scan,
+  Matmul,
+  Conv,
+  Pool,
+  Softmax,
+  Norm,
+  Index
 };
 
 enum class Op : uint16_t { NASCENT_ALL_OPS(NASCENT_OP_ENUMERATOR) };

@@ -50,8 +50,8 @@ Tensor uniform(const Shape& shape, double low, double high, Backend& backend,
 Tensor normal(const Shape& shape, double mean, double std, Backend& backend,
               Generator& gen, DType dtype = DType::f32);
 // 1 with probability p, else 0, in `dtype`.
-Tensor bernoulli(const Shape& shape, double p, Backend& backend,
-                 Generator& gen, DType dtype = DType::f32);
+Tensor bernoulli(const Shape& shape, double p, Backend& backend, Generator& gen,
+                 DType dtype = DType::f32);
 
 // --- Element-wise unary (ops/unary.cpp). Ops on real numbers (exp, sigmoid,
 // ...) take integer inputs as f32; neg, abs, sign, square, relu and clamp

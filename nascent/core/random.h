@@ -15,8 +15,7 @@
 namespace nascent {
 
 inline std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
-  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0,
-           c3 = 0;
+  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0, c3 = 0;
   uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = uint64_t(0xD2511F53u) * c0;

@@ -21,9 +21,9 @@ int64_t checked_numel(const Shape& shape, const char* op) {
                                    to_string(shape)));
     }
     if (d != 0 && n > INT64_MAX / d) {
-      throw ValueError(fmt::format(
-          "{}: shape {} has more elements than int64 can count", op,
-          to_string(shape)));
+      throw ValueError(
+          fmt::format("{}: shape {} has more elements than int64 can count", op,
+                      to_string(shape)));
     }
     n *= d;
   }
@@ -60,9 +60,9 @@ int normalize_axis(int64_t axis, int ndim, const char* op) {
   // A 0-d tensor accepts axis 0 and -1, as in PyTorch.
   int64_t range = std::max(ndim, 1);
   if (axis < -range || axis >= range) {
-    throw ValueError(fmt::format(
-        "{}: axis {} is out of range for a tensor of {} dimensions", op, axis,
-        ndim));
+    throw ValueError(
+        fmt::format("{}: axis {} is out of range for a tensor of {} dimensions",
+                    op, axis, ndim));
   }
   return int(axis < 0 ? axis + range : axis);
 }

@@ -28,9 +28,8 @@ Tensor Tensor::make(Shape shape, Strides strides, int64_t offset, DType dtype,
                     Backend& backend, std::shared_ptr<BackendData> data) {
   int64_t n = checked_numel(shape, "Tensor::make");
   if (strides.size() != shape.size()) {
-    throw ShapeError(fmt::format(
-        "Tensor::make: {} strides for shape {}", strides.size(),
-        nascent::to_string(shape)));
+    throw ShapeError(fmt::format("Tensor::make: {} strides for shape {}",
+                                 strides.size(), nascent::to_string(shape)));
   }
   if (!data) throw BackendError("Tensor::make: no storage given");
   auto [lo, hi] = extent(shape, strides, offset);
@@ -125,8 +124,8 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0) {
-        throw ShapeError(fmt::format("reshape: more than one -1 in {}",
-                                     to_string(shape)));
+        throw ShapeError(
+            fmt::format("reshape: more than one -1 in {}", to_string(shape)));
       }
       infer = int(i);
     } else if (shape[i] < 0) {
@@ -144,9 +143,9 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from) {
     shape[size_t(infer)] = numel / known;
   }
   if (checked_numel(shape, "reshape") != numel) {
-    throw ShapeError(fmt::format(
-        "reshape: cannot reshape {} ({} elements) into {}", to_string(from),
-        numel, to_string(shape)));
+    throw ShapeError(
+        fmt::format("reshape: cannot reshape {} ({} elements) into {}",
+                    to_string(from), numel, to_string(shape)));
   }
   return shape;
 }
@@ -218,9 +217,9 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   int s = normalize_axis(start, ndim(), "flatten");
   int e = normalize_axis(end, ndim(), "flatten");
   if (s > e) {
-    throw ValueError(fmt::format(
-        "flatten: start axis {} comes after end axis {} for {}", start, end,
-        to_string()));
+    throw ValueError(
+        fmt::format("flatten: start axis {} comes after end axis {} for {}",
+                    start, end, to_string()));
   }
   Shape out(shape().begin(), shape().begin() + s);
   int64_t merged = 1;
@@ -232,8 +231,8 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 
 Tensor Tensor::permute(const std::vector<int64_t>& axes) const {
   if (int(axes.size()) != ndim()) {
-    throw ShapeError(fmt::format("permute: {} axes given for {}",
-                                 axes.size(), to_string()));
+    throw ShapeError(
+        fmt::format("permute: {} axes given for {}", axes.size(), to_string()));
   }
   Shape s(axes.size());
   Strides st(axes.size());
@@ -241,8 +240,8 @@ Tensor Tensor::permute(const std::vector<int64_t>& axes) const {
   for (size_t i = 0; i < axes.size(); ++i) {
     int a = normalize_axis(axes[i], ndim(), "permute");
     if (seen[size_t(a)]) {
-      throw ValueError(fmt::format("permute: axis {} repeated in [{}]",
-                                   axes[i], fmt::join(axes, ", ")));
+      throw ValueError(fmt::format("permute: axis {} repeated in [{}]", axes[i],
+                                   fmt::join(axes, ", ")));
     }
     seen[size_t(a)] = true;
     s[i] = shape()[size_t(a)];
@@ -271,8 +270,7 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop,
   int ax = normalize_axis(axis, ndim(), "slice");
   if (ndim() == 0) throw ShapeError("slice: cannot slice a 0-d tensor");
   if (step <= 0) {
-    throw ValueError(fmt::format("slice: step must be positive, got {}",
-                                 step));
+    throw ValueError(fmt::format("slice: step must be positive, got {}", step));
   }
   int64_t n = shape()[size_t(ax)];
   auto clampi = [n](int64_t i) {
@@ -307,8 +305,8 @@ Tensor Tensor::select(int64_t axis, int64_t index) const {
   int64_t n = shape()[size_t(ax)];
   if (index < -n || index >= n) {
     throw ValueError(fmt::format(
-        "select: index {} is out of range for axis {} of size {} in {}",
-        index, axis, n, to_string()));
+        "select: index {} is out of range for axis {} of size {} in {}", index,
+        axis, n, to_string()));
   }
   if (index < 0) index += n;
   Shape s = shape();
@@ -345,9 +343,9 @@ Tensor Tensor::expand(const Shape& target) const {
     } else if (have == 1 && want >= 0) {
       s[i] = want;
     } else {
-      throw ShapeError(fmt::format(
-          "expand: cannot expand {} to {} (axis {}: {} vs {})", to_string(),
-          nascent::to_string(target), i, have, want));
+      throw ShapeError(
+          fmt::format("expand: cannot expand {} to {} (axis {}: {} vs {})",
+                      to_string(), nascent::to_string(target), i, have, want));
     }
   }
   return as_strided(std::move(s), std::move(st), offset());
@@ -429,6 +427,8 @@ std::vector<std::byte> Tensor::host_bytes() const {
 
 // --- Backend defaults --------------------------------------------------------
 
-void Backend::release(Tensor& t) { t = Tensor(); }
+void Backend::release(Tensor& t) {
+  t = Tensor();
+}
 
 }  // namespace nascent

@@ -31,9 +31,8 @@ class Tensor {
   Tensor() = default;  // An undefined tensor; most calls on it throw.
 
   // Wraps storage that `backend` allocated. Checks that the view fits.
-  static Tensor make(Shape shape, Strides strides, int64_t offset,
-                     DType dtype, Backend& backend,
-                     std::shared_ptr<BackendData> data);
+  static Tensor make(Shape shape, Strides strides, int64_t offset, DType dtype,
+                     Backend& backend, std::shared_ptr<BackendData> data);
   // Allocates contiguous, uninitialised storage.
   static Tensor empty(const Shape& shape, DType dtype, Backend& backend);
 

@@ -7,16 +7,17 @@
 namespace nascent::conformance {
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::f16,
-                                DType::bf16, DType::i32, DType::i64,
-                                DType::u8,  DType::boolean};
+constexpr DType kAllDTypes[] = {DType::f32,  DType::f64,    DType::f16,
+                                DType::bf16, DType::i32,    DType::i64,
+                                DType::u8,   DType::boolean};
 
 CONFORMANCE_CASE(fill, "every dtype, edge shapes") {
   for (DType dt : kAllDTypes) {
     for (const Shape& s : {Shape{}, Shape{0}, Shape{3, 1, 5}, Shape{70001}}) {
       Tensor t = full(s, 3, backend, dt);
       double want = dt == DType::boolean ? 1.0 : 3.0;
-      expect_close(t, HostTensor{s, std::vector<double>(size_t(numel(s)), want)},
+      expect_close(t,
+                   HostTensor{s, std::vector<double>(size_t(numel(s)), want)},
                    fmt::format("fill {} {}", name(dt), to_string(s)));
     }
   }

@@ -22,10 +22,14 @@ HostTensor to_host(const Tensor& t) {
 
 const char* name(Layout layout) {
   switch (layout) {
-    case Layout::contiguous: return "contiguous";
-    case Layout::transposed: return "transposed";
-    case Layout::sliced: return "sliced";
-    case Layout::broadcast: return "broadcast";
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::transposed:
+      return "transposed";
+    case Layout::sliced:
+      return "sliced";
+    case Layout::broadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -46,7 +50,8 @@ Tensor random_tensor(const Shape& shape, DType dtype, Backend& backend,
     return u.cast(dtype);
   };
   switch (layout) {
-    case Layout::contiguous: return values(shape);
+    case Layout::contiguous:
+      return values(shape);
     case Layout::transposed: {
       if (shape.size() < 2) return values(shape);
       Shape s = shape;
@@ -87,21 +92,31 @@ void for_each_index(
 
 double default_rtol(DType dtype) {
   switch (dtype) {
-    case DType::f64: return 1e-12;
-    case DType::f32: return 2e-5;
-    case DType::f16: return 4e-3;
-    case DType::bf16: return 3e-2;
-    default: return 0.0;
+    case DType::f64:
+      return 1e-12;
+    case DType::f32:
+      return 2e-5;
+    case DType::f16:
+      return 4e-3;
+    case DType::bf16:
+      return 3e-2;
+    default:
+      return 0.0;
   }
 }
 
 double default_atol(DType dtype) {
   switch (dtype) {
-    case DType::f64: return 1e-12;
-    case DType::f32: return 1e-5;
-    case DType::f16: return 2e-3;
-    case DType::bf16: return 2e-2;
-    default: return 0.0;
+    case DType::f64:
+      return 1e-12;
+    case DType::f32:
+      return 1e-5;
+    case DType::f16:
+      return 2e-3;
+    case DType::bf16:
+      return 2e-2;
+    default:
+      return 0.0;
   }
 }
 

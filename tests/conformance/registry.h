@@ -28,7 +28,9 @@ std::vector<Case>& cases();
 
 namespace nascent {
 // Lets gtest print an Op parameter by name.
-inline void PrintTo(Op op, std::ostream* os) { *os << name(op); }
+inline void PrintTo(Op op, std::ostream* os) {
+  *os << name(op);
+}
 }  // namespace nascent
 
 namespace nascent::conformance {
@@ -43,12 +45,12 @@ struct Registrar {
 
 #define NASCENT_CONCAT_INNER(a, b) a##b
 #define NASCENT_CONCAT(a, b) NASCENT_CONCAT_INNER(a, b)
-#define CONFORMANCE_CASE(op_name, label)                                     \
-  static void NASCENT_CONCAT(conformance_case_, __LINE__)(                   \
-      nascent::Backend & backend);                                           \
-  static const nascent::conformance::Registrar NASCENT_CONCAT(               \
-      conformance_reg_, __LINE__)(nascent::Op::op_name, label,               \
-                                  &NASCENT_CONCAT(conformance_case_,         \
-                                                  __LINE__));                \
-  static void NASCENT_CONCAT(conformance_case_, __LINE__)(                   \
+#define CONFORMANCE_CASE(op_name, label)                            \
+  static void NASCENT_CONCAT(conformance_case_,                     \
+                             __LINE__)(nascent::Backend & backend); \
+  static const nascent::conformance::Registrar NASCENT_CONCAT(      \
+      conformance_reg_, __LINE__)(                                  \
+      nascent::Op::op_name, label,                                  \
+      &NASCENT_CONCAT(conformance_case_, __LINE__));                \
+  static void NASCENT_CONCAT(conformance_case_, __LINE__)(          \
       [[maybe_unused]] nascent::Backend & backend)

@@ -33,8 +33,7 @@ class Backend final : public nascent::Backend {
   std::string name() const override { return "cpu"; }
 
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
-  std::shared_ptr<BackendData> upload(const void* host,
-                                      size_t nbytes) override;
+  std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
@@ -57,8 +56,7 @@ class Backend final : public nascent::Backend {
   void conv2d(ConvOp op, const Tensor& a, const Tensor& b, const Tensor* bias,
               const Conv2dParams& p, Tensor& out) override;
   void pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
-              const Pool2dParams& p, Tensor& out,
-              Tensor* out_indices) override;
+              const Pool2dParams& p, Tensor& out, Tensor* out_indices) override;
   void softmax(SoftmaxOp op, const Tensor& x, int axis, Tensor& out) override;
   void norm(NormOp op, const Tensor& x, const Tensor* weight,
             const Tensor* bias, double eps, Tensor& out, Tensor* mean,

@@ -18,8 +18,7 @@ inline D convert(S v) {
                        (std::is_same_v<S, float16> ||
                         std::is_same_v<S, bfloat16>)) {
     return to_float(v);
-  } else if constexpr (std::is_same_v<S, float> &&
-                       std::is_same_v<D, float16>) {
+  } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, float16>) {
     return to_float16(v);
   } else if constexpr (std::is_same_v<S, float> &&
                        std::is_same_v<D, bfloat16>) {

@@ -1,8 +1,8 @@
 // fill and arange.
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
-#include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/backends/cpu/strided.h"
+#include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {
 
@@ -24,9 +24,10 @@ void Backend::create(CreationOp op, Scalar a, Scalar b, Tensor& out) {
         bool exact = a.is_integral() && b.is_integral();
         parallel_for(out.numel(), kElementwiseGrain, [&](int64_t s, int64_t e) {
           for (int64_t i = s; i < e; ++i) {
-            p[i] = exact ? convert<T>(a.to_int64() + i * b.to_int64())
-                         : from_double<T>(a.to_double() +
-                                          double(i) * b.to_double());
+            p[i] =
+                exact
+                    ? convert<T>(a.to_int64() + i * b.to_int64())
+                    : from_double<T>(a.to_double() + double(i) * b.to_double());
           }
         });
         break;

@@ -3,7 +3,8 @@
 // HWY_NAMESPACE, after hwy/highway.h, by files that use foreach_target.h.
 
 // Per-target include guard, the Highway way.
-#if defined(NASCENT_BACKENDS_CPU_IMAGE_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#if defined(NASCENT_BACKENDS_CPU_IMAGE_SIMD_INL_H_) == \
+    defined(HWY_TARGET_TOGGLE)
 #ifdef NASCENT_BACKENDS_CPU_IMAGE_SIMD_INL_H_
 #undef NASCENT_BACKENDS_CPU_IMAGE_SIMD_INL_H_
 #else

@@ -16,13 +16,12 @@ CpuData::CpuData(size_t nbytes, Backend* owner)
     : BackendData(nbytes), owner_(owner) {
   // aligned_alloc needs a size that is a multiple of the alignment, and a
   // zero-size tensor still gets a valid pointer.
-  size_t rounded = std::max<size_t>(kAlignment,
-                                    (nbytes + kAlignment - 1) / kAlignment *
-                                        kAlignment);
+  size_t rounded = std::max<size_t>(
+      kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
   ptr_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   if (ptr_ == nullptr) {
-    throw OutOfMemory(fmt::format(
-        "cpu: could not allocate {} bytes of host memory", nbytes));
+    throw OutOfMemory(
+        fmt::format("cpu: could not allocate {} bytes of host memory", nbytes));
   }
   owner_->account(int64_t(nbytes));
 }
@@ -44,8 +43,7 @@ std::shared_ptr<BackendData> Backend::allocate(size_t nbytes) {
   return std::make_shared<CpuData>(nbytes, this);
 }
 
-std::shared_ptr<BackendData> Backend::upload(const void* host,
-                                             size_t nbytes) {
+std::shared_ptr<BackendData> Backend::upload(const void* host, size_t nbytes) {
   auto data = std::make_shared<CpuData>(nbytes, this);
   if (nbytes > 0) std::memcpy(data->bytes(), host, nbytes);
   return data;

@@ -22,14 +22,17 @@ Tensor ones(const Shape& shape, Backend& backend, DType dtype) {
 Tensor full_like(const Tensor& t, Scalar value) {
   return full(t.shape(), value, t.backend(), t.dtype());
 }
-Tensor zeros_like(const Tensor& t) { return full_like(t, 0); }
-Tensor ones_like(const Tensor& t) { return full_like(t, 1); }
+Tensor zeros_like(const Tensor& t) {
+  return full_like(t, 0);
+}
+Tensor ones_like(const Tensor& t) {
+  return full_like(t, 1);
+}
 
 Tensor arange(Scalar start, Scalar stop, Scalar step, Backend& backend,
               DType dtype) {
   double a = start.to_double(), b = stop.to_double(), s = step.to_double();
-  if (s == 0.0 || !std::isfinite(a) || !std::isfinite(b) ||
-      !std::isfinite(s)) {
+  if (s == 0.0 || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(s)) {
     throw ValueError(fmt::format(
         "arange: need finite bounds and a non-zero step, got start {} stop "
         "{} step {}",

@@ -11,8 +11,8 @@ Tensor draw(RandomOp op, const Shape& shape, double a, double b,
             Backend& backend, Generator& gen, DType dtype) {
   const char* op_name = name(op);
   if (!is_floating(dtype) && op != RandomOp::bernoulli) {
-    throw DTypeError(fmt::format("{}: needs a floating dtype, got {}",
-                                 op_name, name(dtype)));
+    throw DTypeError(fmt::format("{}: needs a floating dtype, got {}", op_name,
+                                 name(dtype)));
   }
   Tensor out = Tensor::empty(shape, dtype, backend);
   RandomParams p;
@@ -45,23 +45,20 @@ Tensor normal(const Shape& shape, double mean, double std, Backend& backend,
   return draw(RandomOp::normal, shape, mean, std, backend, gen, dtype);
 }
 
-Tensor bernoulli(const Shape& shape, double p, Backend& backend,
-                 Generator& gen, DType dtype) {
+Tensor bernoulli(const Shape& shape, double p, Backend& backend, Generator& gen,
+                 DType dtype) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    throw ValueError(
-        fmt::format("bernoulli: p must be in [0, 1], got {}", p));
+    throw ValueError(fmt::format("bernoulli: p must be in [0, 1], got {}", p));
   }
   return draw(RandomOp::bernoulli, shape, p, 0.0, backend, gen, dtype);
 }
 
-Tensor rand(const Shape& shape, Backend& backend, uint64_t seed,
-            DType dtype) {
+Tensor rand(const Shape& shape, Backend& backend, uint64_t seed, DType dtype) {
   Generator gen(seed);
   return uniform(shape, 0.0, 1.0, backend, gen, dtype);
 }
 
-Tensor randn(const Shape& shape, Backend& backend, uint64_t seed,
-             DType dtype) {
+Tensor randn(const Shape& shape, Backend& backend, uint64_t seed, DType dtype) {
   Generator gen(seed);
   return normal(shape, 0.0, 1.0, backend, gen, dtype);
 }

@@ -40,8 +40,8 @@ Backend& common_backend(const char* op,
 void check_dtype(bool ok, const char* op, const Tensor& t,
                  const char* expected) {
   if (!ok) {
-    throw DTypeError(fmt::format("{}: expected {}, got {}", op, expected,
-                                 t.to_string()));
+    throw DTypeError(
+        fmt::format("{}: expected {}, got {}", op, expected, t.to_string()));
   }
 }
 
