@@ -109,13 +109,23 @@ namespace nascent {
   X(Index, scatter_add, true) \
   X(Index, index_select, true)
 
-#define NASCENT_ALL_OPS(X)                                                   \
-  NASCENT_CREATION_OPS(X)                                                    \
-  NASCENT_RANDOM_OPS(X) NASCENT_COPY_OPS(X) NASCENT_UNARY_OPS(X)             \
-      NASCENT_BINARY_OPS(X) NASCENT_WHERE_OPS(X) NASCENT_REDUCE_OPS(X)       \
-          NASCENT_SCAN_OPS(X) NASCENT_MATMUL_OPS(X) NASCENT_CONV_OPS(X)      \
-              NASCENT_POOL_OPS(X) NASCENT_SOFTMAX_OPS(X) NASCENT_NORM_OPS(X) \
-                  NASCENT_INDEX_OPS(X)
+// clang-format off (it does not settle on one layout for this macro)
+#define NASCENT_ALL_OPS(X) \
+  NASCENT_CREATION_OPS(X)  \
+  NASCENT_RANDOM_OPS(X)    \
+  NASCENT_COPY_OPS(X)      \
+  NASCENT_UNARY_OPS(X)     \
+  NASCENT_BINARY_OPS(X)    \
+  NASCENT_WHERE_OPS(X)     \
+  NASCENT_REDUCE_OPS(X)    \
+  NASCENT_SCAN_OPS(X)      \
+  NASCENT_MATMUL_OPS(X)    \
+  NASCENT_CONV_OPS(X)      \
+  NASCENT_POOL_OPS(X)      \
+  NASCENT_SOFTMAX_OPS(X)   \
+  NASCENT_NORM_OPS(X)      \
+  NASCENT_INDEX_OPS(X)
+// clang-format on
 
 #define NASCENT_OP_ENUMERATOR(family, name, differentiable) name,
 
