@@ -14,8 +14,9 @@
 // results are checked against OpenBLAS's.
 //
 // --cpu-time divides by the CPU time of the process instead of wall time,
-// which other processes on a busy machine do not inflate: exact at one
-// thread; at two it also charges each library its threads' spin-waiting.
+// which other processes on a busy machine do not inflate. Use it at one
+// thread only: the kernel adds a running thread's time to the process's at
+// scheduler ticks, so short multithreaded runs read too little.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -124,9 +125,9 @@ int main(int argc, char** argv) {
     for (float& x : p.a) x = dist(rng);
     for (float& x : p.b) x = dist(rng);
     const double flops = 2.0 * double(n) * double(n) * double(n);
-    // About 0.5 s of work per library at 100 GFLOP/s, 3 to 50 runs, in up
+    // About 0.5 s of work per library at 100 GFLOP/s, 5 to 50 runs, in up
     // to 5 rounds; warm-up runs where one run is short.
-    const int reps = int(std::clamp(5e10 / flops, 3.0, 50.0));
+    const int reps = int(std::clamp(5e10 / flops, 5.0, 50.0));
     const int rounds = std::min(reps, 5);
     const bool warm_up = flops < 1e10;
 
