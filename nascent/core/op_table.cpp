@@ -1,7 +1,5 @@
 #include "nascent/core/op_table.h"
 
-#include <cstring>
-
 namespace nascent {
 
 namespace {
@@ -12,7 +10,6 @@ constexpr std::array<OpInfo, kNumOps> kTable = {
 #undef NASCENT_OP_INFO
 
 // Index of the first op of a family in the table; families are contiguous.
-template <class FamilyOp>
 Op first_of(OpFamily family) {
   for (const OpInfo& i : kTable) {
     if (i.family == family) return i.op;
@@ -21,7 +18,7 @@ Op first_of(OpFamily family) {
 }
 template <class FamilyOp>
 Op shift(OpFamily family, FamilyOp op) {
-  return Op(int(first_of<FamilyOp>(family)) + int(op));
+  return Op(int(first_of(family)) + int(op));
 }
 }  // namespace
 
