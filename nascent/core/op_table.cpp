@@ -1,5 +1,7 @@
 #include "nascent/core/op_table.h"
 
+#include <cstddef>
+
 namespace nascent {
 
 namespace {
