@@ -1,6 +1,8 @@
 // conv2d and its two gradients on the CPU, NCHW, f32 and f64.
 //
-// Three paths:
+// Four paths:
+// - Winograd F(2x2, 3x3) for 3x3 stride-1 convs with enough channels
+//   (conv_winograd.cpp): 4/9 of the multiplies, in GEMMs over many tiles.
 // - im2col + GEMM (the general case). Per image and group, the output
 //   [Og, OH*OW] is W_g [Og, K] times col [K, OH*OW], K = Cg*KH*KW. col is
 //   built for a block of output rows at a time (at most kColBytes), so large
@@ -24,6 +26,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/conv_direct.h"
+#include "nascent/backends/cpu/conv_winograd.h"
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
@@ -467,17 +470,47 @@ void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   }
 }
 
+// Winograd F(2x2, 3x3) for 3x3, stride 1, undilated convs with enough
+// channels to pay for the transforms, while its per-thread buffers (16
+// transforms of an image's tiles, in and out) stay moderate.
+bool winograd_applies(const Geometry& g, size_t itemsize) {
+  const int64_t tiles = (g.oh + 1) / 2 * ((g.ow + 1) / 2);
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+         g.dw == 1 && g.cg() >= 16 && g.og() >= 16 &&
+         16 * (g.cg() + g.og()) * tiles * int64_t(itemsize) <=
+             (int64_t(8) << 20);
+}
+
+template <class T>
+void winograd(const Geometry& g, const T* x, const T* w, const T* bias,
+              T* out) {
+  const WinogradShape s{g.n,  g.c,  g.h,  g.w,  g.o,
+                        g.oh, g.ow, g.ph, g.pw, g.groups};
+  winograd_conv3x3(s, x, w, bias, out);
+}
+
 // With stride 1 the input gradient is also a forward convolution of
 // grad_out with the flipped kernel, input and output channels swapped, and
-// padding (KH - 1) * DH - PH: im2col of grad_out, then a GEMM that writes
-// grad_x directly. Both ways do the same GEMM FLOPs; what differs is the
-// column buffer, Og * KH * KW rows of H * W for this one against Cg * KH *
-// KW rows of OH * OW for col2im's, written, packed by the GEMM and read
-// again. So this one is taken when the layer narrows (Og < Cg). Needs that
-// padding to be non-negative.
-bool flip_backward_input(const Geometry& g) {
-  return g.sh == 1 && g.sw == 1 && g.og() < g.cg() &&
-         g.ph <= (g.kh - 1) * g.dh && g.pw <= (g.kw - 1) * g.dw;
+// padding (KH - 1) * DH - PH (when that is not negative).
+Geometry flipped_geometry(const Geometry& g) {
+  Geometry f = g;  // Stride 1 and dilation stay.
+  f.c = g.o, f.h = g.oh, f.w = g.ow;
+  f.o = g.c, f.oh = g.h, f.ow = g.w;
+  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  return f;
+}
+
+// Whether to take that way. It can run as Winograd; otherwise both ways do
+// the same GEMM FLOPs and what differs is the column buffer, Og * KH * KW
+// rows of H * W for the forward against Cg * KH * KW rows of OH * OW for
+// col2im's, written, packed by the GEMM and read again: the forward wins
+// when the layer narrows (Og < Cg).
+bool flip_backward_input(const Geometry& g, size_t itemsize) {
+  if (g.sh != 1 || g.sw != 1 || g.ph > (g.kh - 1) * g.dh ||
+      g.pw > (g.kw - 1) * g.dw) {
+    return false;
+  }
+  return g.og() < g.cg() || winograd_applies(flipped_geometry(g), itemsize);
 }
 
 template <class T>
@@ -495,10 +528,11 @@ void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
       }
     }
   }
-  Geometry f = g;  // Stride 1 and dilation stay.
-  f.c = g.o, f.h = g.oh, f.w = g.ow;
-  f.o = g.c, f.oh = g.h, f.ow = g.w;
-  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  const Geometry f = flipped_geometry(g);
+  if (winograd_applies(f, sizeof(T))) {
+    winograd(f, gout, flipped.data(), static_cast<const T*>(nullptr), dx);
+    return;
+  }
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   for_each_image(g.n, [&](int64_t n) {
     forward_image(f, gout + n * y_size, flipped.data(),
@@ -513,6 +547,10 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   switch (op) {
     case ConvOp::conv2d: {
+      if (winograd_applies(g, sizeof(T))) {
+        winograd(g, a, b, bias, out);
+        break;
+      }
       std::vector<T> wb;  // Weights with the bias as a last column.
       if (bias != nullptr && !g.pointwise()) {
         const int64_t k = g.k();
@@ -529,7 +567,7 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
       break;
     }
     case ConvOp::conv2d_backward_input:
-      if (flip_backward_input(g)) {
+      if (flip_backward_input(g, sizeof(T))) {
         backward_input_as_forward(g, a, b, out);
         break;
       }
