@@ -26,6 +26,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/conv_direct.h"
+#include "nascent/backends/cpu/conv_geometry.h"
 #include "nascent/backends/cpu/conv_winograd.h"
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
@@ -34,25 +35,13 @@ namespace nascent::cpu {
 
 namespace {
 
+using conv::Geometry;
+using conv::Range;
+using conv::valid_outputs;
+
 // Largest im2col block per thread. Big enough that GEMM sees long rows, small
 // enough to stay in L2 while GEMM packs it.
 constexpr int64_t kColBytes = int64_t(1) << 20;
-
-struct Geometry {
-  int64_t n, c, h, w;  // Input.
-  int64_t o, kh, kw;   // Weight [O, C / groups, KH, KW].
-  int64_t oh, ow;      // Output.
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t k() const { return cg() * kh * kw; }
-  int64_t hw() const { return h * w; }
-  int64_t ohw() const { return oh * ow; }
-  bool pointwise() const {
-    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
-  }
-};
 
 Geometry make_geometry(const Shape& x, const Shape& w, const Shape& out,
                        const Conv2dParams& p) {
@@ -67,33 +56,6 @@ void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
 }
 void gemm(const GemmArgs& g, const double* a, const double* b, double* c) {
   gemm_f64(g, a, b, c);
-}
-
-// ceil(a / b) for b > 0 and any a.
-int64_t div_up(int64_t a, int64_t b) {
-  return a <= 0 ? -(-a / b) : (a + b - 1) / b;
-}
-
-// Output columns [lo, hi) whose input column ow*stride - pad + tap lies in
-// [0, size), for a kernel tap offset `tap` (= j * dilation).
-struct Range {
-  int64_t lo, hi;
-};
-Range valid_outputs(int64_t size, int64_t out, int64_t stride, int64_t pad,
-                    int64_t tap) {
-  int64_t lo = std::clamp<int64_t>(div_up(pad - tap, stride), 0, out);
-  int64_t hi = std::clamp<int64_t>(div_up(size + pad - tap, stride), lo, out);
-  return {lo, hi};
-}
-
-// Per-thread scratch reused across calls, so im2col does not fault in fresh
-// pages on every call. Holds one im2col block (at most kColBytes, or one
-// output row of col) or one padded plane.
-template <class T>
-T* scratch(size_t n) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
 }
 
 // Output rows per im2col block.
@@ -237,7 +199,8 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   const int64_t kb = wb != nullptr ? k + 1 : k;
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(kb * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(kb * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     T* outg = out + grp * og * ohw;
@@ -274,7 +237,8 @@ void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* gg = gout + grp * og * ohw;
     T* dxg = dx + grp * g.cg() * g.hw();
@@ -297,7 +261,8 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
                            T* dw) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     const T* gg = gout + grp * og * ohw;
@@ -317,137 +282,6 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
       args.ldc = k, args.accumulate = true;
       gemm(args, gg + r0 * g.ow, b, dw + grp * og * k);
     }
-  }
-}
-
-// --- Direct kernels for one input channel per group ------------------------
-
-DirectShape direct_shape(const Geometry& g) {
-  return {g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.w + 2 * g.pw};
-}
-int64_t padded_size(const Geometry& g) {
-  return (g.h + 2 * g.ph) * (g.w + 2 * g.pw);
-}
-
-// The plane x [H, W] inside a zero border of the padding's width.
-template <class T>
-void pad_plane(const Geometry& g, const T* x, T* xpad) {
-  const int64_t ld = g.w + 2 * g.pw;
-  std::fill(xpad, xpad + g.ph * ld, T(0));
-  for (int64_t ih = 0; ih < g.h; ++ih) {
-    T* row = xpad + (ih + g.ph) * ld;
-    std::fill(row, row + g.pw, T(0));
-    std::memcpy(row + g.pw, x + ih * g.w, size_t(g.w) * sizeof(T));
-    std::fill(row + g.pw + g.w, row + ld, T(0));
-  }
-  std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
-}
-
-// With stride 1 the input gradient is itself a correlation: grad_out,
-// zero-padded by the dilated kernel's extent less one, with the flipped
-// kernel, read at the input's place inside the padding. That runs the
-// forward kernel (sums in registers) instead of scattering tap by tap.
-template <class T>
-void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
-                            T* dx) {
-  const int64_t og = g.og(), taps = g.kh * g.kw;
-  const int64_t eh = (g.kh - 1) * g.dh, ew = (g.kw - 1) * g.dw;
-  const int64_t ld = g.ow + 2 * ew, rows = g.oh + 2 * eh;
-  // Output (ih, iw) with tap (i', j') reads gpad row ph + ih + i' * dh.
-  const DirectShape s{g.kh, g.kw, 1, 1, g.dh, g.dw, g.h, g.w, ld};
-  std::vector<T> flipped(size_t(g.o * taps));
-  for (int64_t oc = 0; oc < g.o; ++oc) {
-    for (int64_t t = 0; t < taps; ++t) {
-      flipped[size_t(oc * taps + t)] = w[oc * taps + taps - 1 - t];
-    }
-  }
-  const int64_t grain =
-      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
-  parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-    T* gpad = scratch<T>(size_t(rows * ld));
-    std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / g.c, ci = p % g.c;
-      for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-        const T* plane = gout + (n * g.o + oc) * g.ohw();
-        for (int64_t r = 0; r < g.oh; ++r) {
-          std::memcpy(gpad + (r + eh) * ld + ew, plane + r * g.ow,
-                      size_t(g.ow) * sizeof(T));
-        }
-        direct_forward(s, gpad + g.ph * ld + g.pw, flipped.data() + oc * taps,
-                       T(0), dx + p * g.hw(), /*accumulate=*/oc > ci * og);
-      }
-    }
-  });
-}
-
-template <class T>
-void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
-                 const T* bias, T* out) {
-  const int64_t og = g.og(), taps = g.kh * g.kw;
-  const DirectShape s = direct_shape(g);
-  const int64_t grain =
-      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
-  switch (op) {
-    case ConvOp::conv2d:  // a = x, b = w; a task per input plane (n, ci).
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-        T* xpad = scratch<T>(size_t(padded_size(g)));
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t n = p / g.c, ci = p % g.c;
-          pad_plane(g, a + p * g.hw(), xpad);
-          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-            direct_forward(s, xpad, b + oc * taps,
-                           bias != nullptr ? bias[oc] : T(0),
-                           out + (n * g.o + oc) * g.ohw());
-          }
-        }
-      });
-      break;
-    case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
-      if (g.sh == 1 && g.sw == 1) {
-        backward_input_flipped(g, a, b, out);
-        break;
-      }
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-        T* dxpad = scratch<T>(size_t(padded_size(g)));
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t n = p / g.c, ci = p % g.c;
-          std::fill(dxpad, dxpad + padded_size(g), T(0));
-          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-            direct_backward_input(s, a + (n * g.o + oc) * g.ohw(),
-                                  b + oc * taps, dxpad);
-          }
-          for (int64_t ih = 0; ih < g.h; ++ih) {
-            std::memcpy(out + p * g.hw() + ih * g.w,
-                        dxpad + (ih + g.ph) * s.ld + g.pw,
-                        size_t(g.w) * sizeof(T));
-          }
-        }
-      });
-      break;
-    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
-      parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
-                   [&](int64_t begin, int64_t end) {
-                     std::vector<T> partial(size_t(taps * g.ow));
-                     T* xpad = scratch<T>(size_t(padded_size(g)));
-                     for (int64_t oc = begin; oc < end; ++oc) {
-                       std::fill(partial.begin(), partial.end(), T(0));
-                       for (int64_t n = 0; n < g.n; ++n) {
-                         pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
-                         direct_backward_weight(s, xpad,
-                                                b + (n * g.o + oc) * g.ohw(),
-                                                partial.data());
-                       }
-                       for (int64_t t = 0; t < taps; ++t) {
-                         T sum = T(0);
-                         for (int64_t c = 0; c < g.ow; ++c) {
-                           sum += partial[size_t(t * g.ow + c)];
-                         }
-                         out[oc * taps + t] = sum;
-                       }
-                     }
-                   });
-      break;
   }
 }
 
@@ -479,14 +313,6 @@ bool winograd_applies(const Geometry& g, size_t itemsize) {
          g.dw == 1 && g.cg() >= 16 && g.og() >= 16 &&
          16 * (g.cg() + g.og()) * tiles * int64_t(itemsize) <=
              (int64_t(8) << 20);
-}
-
-template <class T>
-void winograd(const Geometry& g, const T* x, const T* w, const T* bias,
-              T* out) {
-  const WinogradShape s{g.n,  g.c,  g.h,  g.w,  g.o,
-                        g.oh, g.ow, g.ph, g.pw, g.groups};
-  winograd_conv3x3(s, x, w, bias, out);
 }
 
 // With stride 1 the input gradient is also a forward convolution of
@@ -530,7 +356,8 @@ void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
   }
   const Geometry f = flipped_geometry(g);
   if (winograd_applies(f, sizeof(T))) {
-    winograd(f, gout, flipped.data(), static_cast<const T*>(nullptr), dx);
+    winograd_conv3x3(f, gout, flipped.data(), static_cast<const T*>(nullptr),
+                     dx);
     return;
   }
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
@@ -548,7 +375,7 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
   switch (op) {
     case ConvOp::conv2d: {
       if (winograd_applies(g, sizeof(T))) {
-        winograd(g, a, b, bias, out);
+        winograd_conv3x3(g, a, b, bias, out);
         break;
       }
       std::vector<T> wb;  // Weights with the bias as a last column.

@@ -242,21 +242,12 @@ void gemm(const GemmArgs& g, const double* a, const double* b, double* c) {
   gemm_f64(g, a, b, c);
 }
 
-// Per-thread buffers reused across calls (no page faults after the first).
-template <class T>
-T* scratch(int slot, size_t n) {
-  thread_local std::vector<T> buffers[3];
-  std::vector<T>& b = buffers[slot];
-  if (b.size() < n) b.resize(n);
-  return b.data();
-}
-
 // Tiles per GEMM: enough columns for the GEMM to run at speed, few enough
 // that V and M stay within the caches.
 constexpr int64_t kTilesPerChunk = 256;
 
 template <class T>
-void run(const WinogradShape& s, const T* x, const T* w, const T* bias,
+void run(const conv::Geometry& s, const T* x, const T* w, const T* bias,
          T* out) {
   const int64_t cg = s.c / s.groups, og = s.o / s.groups;
   const int64_t th = (s.oh + 1) / 2, tw = (s.ow + 1) / 2, tiles = th * tw;
@@ -293,9 +284,9 @@ void run(const WinogradShape& s, const T* x, const T* w, const T* bias,
   auto images = [&](int64_t begin, int64_t end) {
     for (int64_t n0 = begin; n0 < end; n0 += per_chunk) {
       const int64_t nb = std::min(per_chunk, end - n0), cols = nb * tiles;
-      T* plane = scratch<T>(0, size_t(rows * ld));
-      T* v = scratch<T>(1, size_t(16 * cg * cols));
-      T* mm = scratch<T>(2, size_t(16 * og * cols));
+      T* plane = conv::scratch<T>(0, size_t(rows * ld));
+      T* v = conv::scratch<T>(1, size_t(16 * cg * cols));
+      T* mm = conv::scratch<T>(2, size_t(16 * og * cols));
       std::fill(plane, plane + rows * ld, T(0));  // Borders stay zero.
       for (int64_t grp = 0; grp < s.groups; ++grp) {
         for (int64_t b = 0; b < nb; ++b) {
@@ -329,13 +320,13 @@ void run(const WinogradShape& s, const T* x, const T* w, const T* bias,
 
 }  // namespace
 
-void winograd_conv3x3(const WinogradShape& s, const float* x, const float* w,
+void winograd_conv3x3(const conv::Geometry& g, const float* x, const float* w,
                       const float* bias, float* out) {
-  run(s, x, w, bias, out);
+  run(g, x, w, bias, out);
 }
-void winograd_conv3x3(const WinogradShape& s, const double* x, const double* w,
+void winograd_conv3x3(const conv::Geometry& g, const double* x, const double* w,
                       const double* bias, double* out) {
-  run(s, x, w, bias, out);
+  run(g, x, w, bias, out);
 }
 
 }  // namespace nascent::cpu

@@ -11,20 +11,15 @@
 // magnitudes, like any reordering of the sum.
 #pragma once
 
-#include <cstdint>
+#include "nascent/backends/cpu/conv_geometry.h"
 
 namespace nascent::cpu {
 
-struct WinogradShape {
-  int64_t n, c, h, w;  // Input [N, C, H, W].
-  int64_t o, oh, ow;   // Output [N, O, OH, OW]; weights [O, C / groups, 3, 3].
-  int64_t ph, pw, groups;
-};
-
-// out = conv2d(x, w) + bias (bias may be null); all tensors contiguous.
-void winograd_conv3x3(const WinogradShape& s, const float* x, const float* w,
+// out = conv2d(x, w) + bias (bias may be null) for a geometry with 3x3
+// kernels, stride 1 and no dilation; all tensors contiguous.
+void winograd_conv3x3(const conv::Geometry& g, const float* x, const float* w,
                       const float* bias, float* out);
-void winograd_conv3x3(const WinogradShape& s, const double* x, const double* w,
+void winograd_conv3x3(const conv::Geometry& g, const double* x, const double* w,
                       const double* bias, double* out);
 
 }  // namespace nascent::cpu
