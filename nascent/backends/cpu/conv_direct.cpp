@@ -16,7 +16,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/simd-inl.h"
+#include "nascent/backends/cpu/image_simd-inl.h"
 
 // This file is compiled once per SIMD target: the shape is defined once.
 #ifndef NASCENT_BACKENDS_CPU_CONV_DIRECT_SHAPE_

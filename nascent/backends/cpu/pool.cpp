@@ -24,7 +24,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/simd-inl.h"
+#include "nascent/backends/cpu/image_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
