@@ -247,25 +247,25 @@ void gemm(const GemmArgs& g, const double* a, const double* b, double* c) {
 constexpr int64_t kTilesPerChunk = 256;
 
 template <class T>
-void run(const conv::Geometry& s, const T* x, const T* w, const T* bias,
+void run(const conv::Geometry& g, const T* x, const T* w, const T* bias,
          T* out) {
-  const int64_t cg = s.c / s.groups, og = s.o / s.groups;
-  const int64_t th = (s.oh + 1) / 2, tw = (s.ow + 1) / 2, tiles = th * tw;
+  const int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  const int64_t th = (g.oh + 1) / 2, tw = (g.ow + 1) / 2, tiles = th * tw;
   // The padded plane: tile (ty, tx) covers rows 2ty .. 2ty + 3 and columns
   // 2tx .. 2tx + 3; what lies past the input (padding, and the odd row or
   // column of the last tiles) is zero.
   const int64_t ld = 2 * tw + 2, rows = 2 * th + 2;
 
-  // U[grp][xi][m][ci] = (G g G^T)[xi] for output m, input ci of the group,
-  // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
-  std::vector<T> u(size_t(s.groups * 16 * og * cg));
-  for (int64_t oc = 0; oc < s.o; ++oc) {
+  // U[grp][xi][m][ci] = (G f G^T)[xi] for the filter f of output m and
+  // input ci of the group, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
+  std::vector<T> u(size_t(g.groups * 16 * og * cg));
+  for (int64_t oc = 0; oc < g.o; ++oc) {
     const int64_t grp = oc / og, m = oc % og;
     for (int64_t ci = 0; ci < cg; ++ci) {
-      const T* g = w + (oc * cg + ci) * 9;
-      T gg[4][3];  // G g
+      const T* f = w + (oc * cg + ci) * 9;  // The 3x3 filter.
+      T gg[4][3];                           // G g
       for (int c = 0; c < 3; ++c) {
-        const T a = g[c], b = g[3 + c], d = g[6 + c];
+        const T a = f[c], b = f[3 + c], d = f[6 + c];
         gg[0][c] = a, gg[1][c] = (a + b + d) / 2, gg[2][c] = (a - b + d) / 2;
         gg[3][c] = d;
       }
@@ -279,7 +279,7 @@ void run(const conv::Geometry& s, const T* x, const T* w, const T* bias,
   }
 
   const int64_t per_chunk =
-      std::clamp<int64_t>(kTilesPerChunk / std::max<int64_t>(tiles, 1), 1, s.n);
+      std::clamp<int64_t>(kTilesPerChunk / std::max<int64_t>(tiles, 1), 1, g.n);
   // One image range per thread (whole images: no shared output), chunked.
   auto images = [&](int64_t begin, int64_t end) {
     for (int64_t n0 = begin; n0 < end; n0 += per_chunk) {
@@ -288,11 +288,11 @@ void run(const conv::Geometry& s, const T* x, const T* w, const T* bias,
       T* v = conv::scratch<T>(1, size_t(16 * cg * cols));
       T* mm = conv::scratch<T>(2, size_t(16 * og * cols));
       std::fill(plane, plane + rows * ld, T(0));  // Borders stay zero.
-      for (int64_t grp = 0; grp < s.groups; ++grp) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
         for (int64_t b = 0; b < nb; ++b) {
           for (int64_t ci = 0; ci < cg; ++ci) {
-            const T* src = x + ((n0 + b) * s.c + grp * cg + ci) * s.h * s.w;
-            input_plane(src, s.h, s.w, s.ph, s.pw, plane, ld, th, tw,
+            const T* src = x + ((n0 + b) * g.c + grp * cg + ci) * g.h * g.w;
+            input_plane(src, g.h, g.w, g.ph, g.pw, plane, ld, th, tw,
                         v + ci * cols + b * tiles, cg * cols);
           }
         }
@@ -307,15 +307,15 @@ void run(const conv::Geometry& s, const T* x, const T* w, const T* bias,
         for (int64_t b = 0; b < nb; ++b) {
           for (int64_t m = 0; m < og; ++m) {
             const int64_t oc = grp * og + m;
-            T* y = out + ((n0 + b) * s.o + oc) * s.oh * s.ow;
-            output_plane(mm + m * cols + b * tiles, og * cols, th, tw, s.oh,
-                         s.ow, bias != nullptr ? bias[oc] : T(0), y);
+            T* y = out + ((n0 + b) * g.o + oc) * g.oh * g.ow;
+            output_plane(mm + m * cols + b * tiles, og * cols, th, tw, g.oh,
+                         g.ow, bias != nullptr ? bias[oc] : T(0), y);
           }
         }
       }
     }
   };
-  parallel_for(s.n, 1, images);
+  parallel_for(g.n, 1, images);
 }
 
 }  // namespace
