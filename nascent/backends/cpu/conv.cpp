@@ -12,7 +12,7 @@
 //   C = 1): direct SIMD kernels on zero-padded planes (conv_direct.cpp),
 //   since a GEMM with K = KH*KW is all overhead.
 //
-// Threads: with enough images each thread takes whole images and runs GEMM
+// Threads: with enough images each task takes whole images and runs GEMM
 // serially (no sharing, no false sharing of outputs); with few images the
 // images run one after another and GEMM, im2col and col2im split the work
 // of each one. The thread pool runs nested parallel_for calls serially, so
@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/balanced.h"
 #include "nascent/backends/cpu/conv_direct.h"
 #include "nascent/backends/cpu/conv_geometry.h"
 #include "nascent/backends/cpu/conv_winograd.h"
@@ -287,8 +288,8 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
 
 // --- im2col + GEMM over the batch -------------------------------------------
 
-// Whole images per thread when that balances; else image after image, each
-// split across the threads.
+// Whole images per task (balanced_for) when there are enough to balance;
+// else image after image, each split across the threads.
 bool split_by_image(int64_t images) {
   const int64_t threads = num_threads();
   return images >= 4 * threads || images % threads == 0;
@@ -296,7 +297,7 @@ bool split_by_image(int64_t images) {
 
 void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   if (split_by_image(images)) {
-    parallel_for(images, 1, [&](int64_t s, int64_t e) {
+    balanced_for(images, 1, [&](int64_t s, int64_t e) {
       for (int64_t n = s; n < e; ++n) fn(n);
     });
   } else {
@@ -411,9 +412,11 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
         }
         break;
       }
-      // Each thread sums its images into its own buffer (the first into
-      // out); the buffers are added at the end.
-      const int64_t tasks = std::min<int64_t>(num_threads(), g.n);
+      // Tasks as balanced_for cuts them; each sums its images into its own
+      // buffer (the first into out), and the buffers are added at the end.
+      const int64_t threads = num_threads();
+      const int64_t tasks =
+          threads <= 1 ? 1 : std::min<int64_t>(4 * threads, g.n);
       std::vector<T> partial(size_t((tasks - 1) * w_size), T(0));
       parallel_tasks(int(tasks), [&](int t) {
         T* dw = t == 0 ? out : partial.data() + (t - 1) * w_size;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/cpu/balanced.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv_direct.cpp"
@@ -246,7 +246,7 @@ void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
   }
   const int64_t grain =
       std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
-  parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+  balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
     T* gpad = conv::scratch<T>(0, size_t(rows * ld));
     std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
     for (int64_t p = begin; p < end; ++p) {
@@ -273,7 +273,7 @@ void run(ConvOp op, const Geometry& g, const T* a, const T* b, const T* bias,
       std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
   switch (op) {
     case ConvOp::conv2d:  // A task per input plane (n, ci), padded once.
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+      balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
         T* xpad = conv::scratch<T>(0, size_t(padded_size(g)));
         for (int64_t p = begin; p < end; ++p) {
           const int64_t n = p / g.c, ci = p % g.c;
@@ -290,7 +290,7 @@ void run(ConvOp op, const Geometry& g, const T* a, const T* b, const T* bias,
         backward_input_flipped(g, a, b, out);
         break;
       }
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+      balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
         T* dxpad = conv::scratch<T>(0, size_t(padded_size(g)));
         for (int64_t p = begin; p < end; ++p) {
           const int64_t n = p / g.c, ci = p % g.c;
@@ -308,7 +308,7 @@ void run(ConvOp op, const Geometry& g, const T* a, const T* b, const T* bias,
       });
       break;
     case ConvOp::conv2d_backward_weight:  // A task per output channel.
-      parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
+      balanced_for(g.o, std::max<int64_t>(1, grain / g.n),
                    [&](int64_t begin, int64_t end) {
                      std::vector<T> partial(size_t(taps * g.ow));
                      T* xpad = conv::scratch<T>(0, size_t(padded_size(g)));

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "nascent/backends/cpu/balanced.h"
 #include "nascent/backends/cpu/gemm.h"
-#include "nascent/backends/cpu/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv_winograd.cpp"
@@ -280,7 +280,7 @@ void run(const conv::Geometry& g, const T* x, const T* w, const T* bias,
 
   const int64_t per_chunk =
       std::clamp<int64_t>(kTilesPerChunk / std::max<int64_t>(tiles, 1), 1, g.n);
-  // One image range per thread (whole images: no shared output), chunked.
+  // Ranges of whole images per task (no shared output), in chunks.
   auto images = [&](int64_t begin, int64_t end) {
     for (int64_t n0 = begin; n0 < end; n0 += per_chunk) {
       const int64_t nb = std::min(per_chunk, end - n0), cols = nb * tiles;
@@ -315,7 +315,7 @@ void run(const conv::Geometry& g, const T* x, const T* w, const T* bias,
       }
     }
   };
-  parallel_for(g.n, 1, images);
+  balanced_for(g.n, 1, images);
 }
 
 }  // namespace
