@@ -95,9 +95,14 @@ def main():
                     key = (name, t)
                     if key not in calls:
                         calls[key] = calls_per_round(fn)
+                    # Both sides' idle workers spin for a while after a
+                    # parallel region (libgomp's, nascent's pool): let them
+                    # park before the other side's round.
+                    time.sleep(0.03)
                     ms = round_ms(fn, calls[key], args.clock == "cpu")
                     best_torch[key] = min(best_torch.get(key, 1e30), ms)
                     if ours:
+                        time.sleep(0.03)
                         ours.stdin.write(f"{name} {t} {args.clock}\n")
                         ours.stdin.flush()
                         ms = float(ours.stdout.readline())

@@ -82,6 +82,23 @@ const ConvConfig kConfigs[] = {
      {8, 16, 3, 3},
      params(1, 1, 1, 1),
      true},
+    // 3x3, stride 1, 16+ channels per group: Winograd F(2x2, 3x3), forward
+    // and (flipped) input gradient; odd sizes leave partial tiles.
+    {"winograd same, odd sizes",
+     {2, 16, 9, 11},
+     {16, 16, 3, 3},
+     params(1, 1, 1, 1),
+     true},
+    {"winograd unpadded, groups 2",
+     {3, 32, 8, 7},
+     {32, 16, 3, 3},
+     params(1, 1, 0, 0, 1, 1, 2),
+     false},
+    {"winograd pad 2, wide rows",
+     {1, 16, 6, 40},
+     {20, 16, 3, 3},
+     params(1, 1, 2, 1),
+     true},
     // Fewer output than input channels: the stride-1 input gradient runs as
     // a forward convolution with the flipped kernel.
     {"narrowing, dilated",

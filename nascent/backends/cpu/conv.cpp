@@ -1,6 +1,8 @@
 // conv2d and its two gradients on the CPU, NCHW, f32 and f64.
 //
-// Three paths:
+// Four paths:
+// - Winograd F(2x2, 3x3) for 3x3 stride-1 convs with enough channels
+//   (conv_winograd.cpp): 4/9 of the multiplies, in GEMMs over many tiles.
 // - im2col + GEMM (the general case). Per image and group, the output
 //   [Og, OH*OW] is W_g [Og, K] times col [K, OH*OW], K = Cg*KH*KW. col is
 //   built for a block of output rows at a time (at most kColBytes), so large
@@ -10,7 +12,7 @@
 //   C = 1): direct SIMD kernels on zero-padded planes (conv_direct.cpp),
 //   since a GEMM with K = KH*KW is all overhead.
 //
-// Threads: with enough images each thread takes whole images and runs GEMM
+// Threads: with enough images each task takes whole images and runs GEMM
 // serially (no sharing, no false sharing of outputs); with few images the
 // images run one after another and GEMM, im2col and col2im split the work
 // of each one. The thread pool runs nested parallel_for calls serially, so
@@ -23,7 +25,10 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/balanced.h"
 #include "nascent/backends/cpu/conv_direct.h"
+#include "nascent/backends/cpu/conv_geometry.h"
+#include "nascent/backends/cpu/conv_winograd.h"
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
@@ -31,25 +36,13 @@ namespace nascent::cpu {
 
 namespace {
 
+using conv::Geometry;
+using conv::Range;
+using conv::valid_outputs;
+
 // Largest im2col block per thread. Big enough that GEMM sees long rows, small
 // enough to stay in L2 while GEMM packs it.
 constexpr int64_t kColBytes = int64_t(1) << 20;
-
-struct Geometry {
-  int64_t n, c, h, w;  // Input.
-  int64_t o, kh, kw;   // Weight [O, C / groups, KH, KW].
-  int64_t oh, ow;      // Output.
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t k() const { return cg() * kh * kw; }
-  int64_t hw() const { return h * w; }
-  int64_t ohw() const { return oh * ow; }
-  bool pointwise() const {
-    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
-  }
-};
 
 Geometry make_geometry(const Shape& x, const Shape& w, const Shape& out,
                        const Conv2dParams& p) {
@@ -64,33 +57,6 @@ void gemm(const GemmArgs& g, const float* a, const float* b, float* c) {
 }
 void gemm(const GemmArgs& g, const double* a, const double* b, double* c) {
   gemm_f64(g, a, b, c);
-}
-
-// ceil(a / b) for b > 0 and any a.
-int64_t div_up(int64_t a, int64_t b) {
-  return a <= 0 ? -(-a / b) : (a + b - 1) / b;
-}
-
-// Output columns [lo, hi) whose input column ow*stride - pad + tap lies in
-// [0, size), for a kernel tap offset `tap` (= j * dilation).
-struct Range {
-  int64_t lo, hi;
-};
-Range valid_outputs(int64_t size, int64_t out, int64_t stride, int64_t pad,
-                    int64_t tap) {
-  int64_t lo = std::clamp<int64_t>(div_up(pad - tap, stride), 0, out);
-  int64_t hi = std::clamp<int64_t>(div_up(size + pad - tap, stride), lo, out);
-  return {lo, hi};
-}
-
-// Per-thread scratch reused across calls, so im2col does not fault in fresh
-// pages on every call. Holds one im2col block (at most kColBytes, or one
-// output row of col) or one padded plane.
-template <class T>
-T* scratch(size_t n) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
 }
 
 // Output rows per im2col block.
@@ -234,7 +200,8 @@ void forward_image(const Geometry& g, const T* x, const T* w, const T* bias,
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   const int64_t kb = wb != nullptr ? k + 1 : k;
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(kb * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(kb * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     T* outg = out + grp * og * ohw;
@@ -271,7 +238,8 @@ void backward_input_image(const Geometry& g, const T* gout, const T* w, T* dx) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   if (!g.pointwise()) std::fill(dx, dx + g.c * g.hw(), T(0));
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* gg = gout + grp * og * ohw;
     T* dxg = dx + grp * g.cg() * g.hw();
@@ -294,7 +262,8 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
                            T* dw) {
   const int64_t k = g.k(), og = g.og(), ohw = g.ohw();
   const int64_t block = g.pointwise() ? g.oh : rows_per_block(g, sizeof(T));
-  T* col = g.pointwise() ? nullptr : scratch<T>(size_t(k * block * g.ow));
+  T* col =
+      g.pointwise() ? nullptr : conv::scratch<T>(0, size_t(k * block * g.ow));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     const T* xg = x + grp * g.cg() * g.hw();
     const T* gg = gout + grp * og * ohw;
@@ -317,141 +286,10 @@ void backward_weight_image(const Geometry& g, const T* x, const T* gout,
   }
 }
 
-// --- Direct kernels for one input channel per group ------------------------
-
-DirectShape direct_shape(const Geometry& g) {
-  return {g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.w + 2 * g.pw};
-}
-int64_t padded_size(const Geometry& g) {
-  return (g.h + 2 * g.ph) * (g.w + 2 * g.pw);
-}
-
-// The plane x [H, W] inside a zero border of the padding's width.
-template <class T>
-void pad_plane(const Geometry& g, const T* x, T* xpad) {
-  const int64_t ld = g.w + 2 * g.pw;
-  std::fill(xpad, xpad + g.ph * ld, T(0));
-  for (int64_t ih = 0; ih < g.h; ++ih) {
-    T* row = xpad + (ih + g.ph) * ld;
-    std::fill(row, row + g.pw, T(0));
-    std::memcpy(row + g.pw, x + ih * g.w, size_t(g.w) * sizeof(T));
-    std::fill(row + g.pw + g.w, row + ld, T(0));
-  }
-  std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
-}
-
-// With stride 1 the input gradient is itself a correlation: grad_out,
-// zero-padded by the dilated kernel's extent less one, with the flipped
-// kernel, read at the input's place inside the padding. That runs the
-// forward kernel (sums in registers) instead of scattering tap by tap.
-template <class T>
-void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
-                            T* dx) {
-  const int64_t og = g.og(), taps = g.kh * g.kw;
-  const int64_t eh = (g.kh - 1) * g.dh, ew = (g.kw - 1) * g.dw;
-  const int64_t ld = g.ow + 2 * ew, rows = g.oh + 2 * eh;
-  // Output (ih, iw) with tap (i', j') reads gpad row ph + ih + i' * dh.
-  const DirectShape s{g.kh, g.kw, 1, 1, g.dh, g.dw, g.h, g.w, ld};
-  std::vector<T> flipped(size_t(g.o * taps));
-  for (int64_t oc = 0; oc < g.o; ++oc) {
-    for (int64_t t = 0; t < taps; ++t) {
-      flipped[size_t(oc * taps + t)] = w[oc * taps + taps - 1 - t];
-    }
-  }
-  const int64_t grain =
-      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
-  parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-    T* gpad = scratch<T>(size_t(rows * ld));
-    std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / g.c, ci = p % g.c;
-      for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-        const T* plane = gout + (n * g.o + oc) * g.ohw();
-        for (int64_t r = 0; r < g.oh; ++r) {
-          std::memcpy(gpad + (r + eh) * ld + ew, plane + r * g.ow,
-                      size_t(g.ow) * sizeof(T));
-        }
-        direct_forward(s, gpad + g.ph * ld + g.pw, flipped.data() + oc * taps,
-                       T(0), dx + p * g.hw(), /*accumulate=*/oc > ci * og);
-      }
-    }
-  });
-}
-
-template <class T>
-void conv_direct(ConvOp op, const Geometry& g, const T* a, const T* b,
-                 const T* bias, T* out) {
-  const int64_t og = g.og(), taps = g.kh * g.kw;
-  const DirectShape s = direct_shape(g);
-  const int64_t grain =
-      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
-  switch (op) {
-    case ConvOp::conv2d:  // a = x, b = w; a task per input plane (n, ci).
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-        T* xpad = scratch<T>(size_t(padded_size(g)));
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t n = p / g.c, ci = p % g.c;
-          pad_plane(g, a + p * g.hw(), xpad);
-          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-            direct_forward(s, xpad, b + oc * taps,
-                           bias != nullptr ? bias[oc] : T(0),
-                           out + (n * g.o + oc) * g.ohw());
-          }
-        }
-      });
-      break;
-    case ConvOp::conv2d_backward_input:  // a = grad_out, b = w.
-      if (g.sh == 1 && g.sw == 1) {
-        backward_input_flipped(g, a, b, out);
-        break;
-      }
-      parallel_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
-        T* dxpad = scratch<T>(size_t(padded_size(g)));
-        for (int64_t p = begin; p < end; ++p) {
-          const int64_t n = p / g.c, ci = p % g.c;
-          std::fill(dxpad, dxpad + padded_size(g), T(0));
-          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
-            direct_backward_input(s, a + (n * g.o + oc) * g.ohw(),
-                                  b + oc * taps, dxpad);
-          }
-          for (int64_t ih = 0; ih < g.h; ++ih) {
-            std::memcpy(out + p * g.hw() + ih * g.w,
-                        dxpad + (ih + g.ph) * s.ld + g.pw,
-                        size_t(g.w) * sizeof(T));
-          }
-        }
-      });
-      break;
-    case ConvOp::conv2d_backward_weight:  // a = x, b = grad_out.
-      parallel_for(g.o, std::max<int64_t>(1, grain / g.n),
-                   [&](int64_t begin, int64_t end) {
-                     std::vector<T> partial(size_t(taps * g.ow));
-                     T* xpad = scratch<T>(size_t(padded_size(g)));
-                     for (int64_t oc = begin; oc < end; ++oc) {
-                       std::fill(partial.begin(), partial.end(), T(0));
-                       for (int64_t n = 0; n < g.n; ++n) {
-                         pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
-                         direct_backward_weight(s, xpad,
-                                                b + (n * g.o + oc) * g.ohw(),
-                                                partial.data());
-                       }
-                       for (int64_t t = 0; t < taps; ++t) {
-                         T sum = T(0);
-                         for (int64_t c = 0; c < g.ow; ++c) {
-                           sum += partial[size_t(t * g.ow + c)];
-                         }
-                         out[oc * taps + t] = sum;
-                       }
-                     }
-                   });
-      break;
-  }
-}
-
 // --- im2col + GEMM over the batch -------------------------------------------
 
-// Whole images per thread when that balances; else image after image, each
-// split across the threads.
+// Whole images per task (balanced_for) when there are enough to balance;
+// else image after image, each split across the threads.
 bool split_by_image(int64_t images) {
   const int64_t threads = num_threads();
   return images >= 4 * threads || images % threads == 0;
@@ -459,7 +297,7 @@ bool split_by_image(int64_t images) {
 
 void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   if (split_by_image(images)) {
-    parallel_for(images, 1, [&](int64_t s, int64_t e) {
+    balanced_for(images, 1, [&](int64_t s, int64_t e) {
       for (int64_t n = s; n < e; ++n) fn(n);
     });
   } else {
@@ -467,17 +305,39 @@ void for_each_image(int64_t images, const std::function<void(int64_t)>& fn) {
   }
 }
 
+// Winograd F(2x2, 3x3) for 3x3, stride 1, undilated convs with enough
+// channels to pay for the transforms, while its per-thread buffers (16
+// transforms of an image's tiles, in and out) stay moderate.
+bool winograd_applies(const Geometry& g, size_t itemsize) {
+  const int64_t tiles = (g.oh + 1) / 2 * ((g.ow + 1) / 2);
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+         g.dw == 1 && g.cg() >= 16 && g.og() >= 16 &&
+         16 * (g.cg() + g.og()) * tiles * int64_t(itemsize) <=
+             (int64_t(8) << 20);
+}
+
 // With stride 1 the input gradient is also a forward convolution of
 // grad_out with the flipped kernel, input and output channels swapped, and
-// padding (KH - 1) * DH - PH: im2col of grad_out, then a GEMM that writes
-// grad_x directly. Both ways do the same GEMM FLOPs; what differs is the
-// column buffer, Og * KH * KW rows of H * W for this one against Cg * KH *
-// KW rows of OH * OW for col2im's, written, packed by the GEMM and read
-// again. So this one is taken when the layer narrows (Og < Cg). Needs that
-// padding to be non-negative.
-bool flip_backward_input(const Geometry& g) {
-  return g.sh == 1 && g.sw == 1 && g.og() < g.cg() &&
-         g.ph <= (g.kh - 1) * g.dh && g.pw <= (g.kw - 1) * g.dw;
+// padding (KH - 1) * DH - PH (when that is not negative).
+Geometry flipped_geometry(const Geometry& g) {
+  Geometry f = g;  // Stride 1 and dilation stay.
+  f.c = g.o, f.h = g.oh, f.w = g.ow;
+  f.o = g.c, f.oh = g.h, f.ow = g.w;
+  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  return f;
+}
+
+// Whether to take that way. It can run as Winograd; otherwise both ways do
+// the same GEMM FLOPs and what differs is the column buffer, Og * KH * KW
+// rows of H * W for the forward against Cg * KH * KW rows of OH * OW for
+// col2im's, written, packed by the GEMM and read again: the forward wins
+// when the layer narrows (Og < Cg).
+bool flip_backward_input(const Geometry& g, size_t itemsize) {
+  if (g.sh != 1 || g.sw != 1 || g.ph > (g.kh - 1) * g.dh ||
+      g.pw > (g.kw - 1) * g.dw) {
+    return false;
+  }
+  return g.og() < g.cg() || winograd_applies(flipped_geometry(g), itemsize);
 }
 
 template <class T>
@@ -495,10 +355,12 @@ void backward_input_as_forward(const Geometry& g, const T* gout, const T* w,
       }
     }
   }
-  Geometry f = g;  // Stride 1 and dilation stay.
-  f.c = g.o, f.h = g.oh, f.w = g.ow;
-  f.o = g.c, f.oh = g.h, f.ow = g.w;
-  f.ph = (g.kh - 1) * g.dh - g.ph, f.pw = (g.kw - 1) * g.dw - g.pw;
+  const Geometry f = flipped_geometry(g);
+  if (winograd_applies(f, sizeof(T))) {
+    winograd_conv3x3(f, gout, flipped.data(), static_cast<const T*>(nullptr),
+                     dx);
+    return;
+  }
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   for_each_image(g.n, [&](int64_t n) {
     forward_image(f, gout + n * y_size, flipped.data(),
@@ -513,6 +375,10 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
   const int64_t x_size = g.c * g.hw(), y_size = g.o * g.ohw();
   switch (op) {
     case ConvOp::conv2d: {
+      if (winograd_applies(g, sizeof(T))) {
+        winograd_conv3x3(g, a, b, bias, out);
+        break;
+      }
       std::vector<T> wb;  // Weights with the bias as a last column.
       if (bias != nullptr && !g.pointwise()) {
         const int64_t k = g.k();
@@ -529,7 +395,7 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
       break;
     }
     case ConvOp::conv2d_backward_input:
-      if (flip_backward_input(g)) {
+      if (flip_backward_input(g, sizeof(T))) {
         backward_input_as_forward(g, a, b, out);
         break;
       }
@@ -546,9 +412,11 @@ void conv_gemm(ConvOp op, const Geometry& g, const T* a, const T* b,
         }
         break;
       }
-      // Each thread sums its images into its own buffer (the first into
-      // out); the buffers are added at the end.
-      const int64_t tasks = std::min<int64_t>(num_threads(), g.n);
+      // Tasks as balanced_for cuts them; each sums its images into its own
+      // buffer (the first into out), and the buffers are added at the end.
+      const int64_t threads = num_threads();
+      const int64_t tasks =
+          threads <= 1 ? 1 : std::min<int64_t>(4 * threads, g.n);
       std::vector<T> partial(size_t((tasks - 1) * w_size), T(0));
       parallel_tasks(int(tasks), [&](int t) {
         T* dw = t == 0 ? out : partial.data() + (t - 1) * w_size;

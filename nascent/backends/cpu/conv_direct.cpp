@@ -1,7 +1,15 @@
-// Direct convolution kernels (see conv_direct.h). Each output row runs in
+// Direct convolution (see conv_direct.h). The kernels take one padded
+// plane and one KH x KW filter: output (r, c) and tap (i, j) meet at padded
+// element (r * sh + i * dh) * ld + c * sw + j * dw. Each output row runs in
 // SIMD blocks of columns (full, half and quarter vectors, as rows are short)
 // with a scalar tail; strides above 2 run scalar.
 #include "nascent/backends/cpu/conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "nascent/backends/cpu/balanced.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv_direct.cpp"
@@ -9,6 +17,18 @@
 #include <hwy/highway.h>
 
 #include "nascent/backends/cpu/image_simd-inl.h"
+
+// This file is compiled once per SIMD target: the shape is defined once.
+#ifndef NASCENT_BACKENDS_CPU_CONV_DIRECT_SHAPE_
+#define NASCENT_BACKENDS_CPU_CONV_DIRECT_SHAPE_
+namespace nascent::cpu {
+struct DirectShape {
+  int64_t kh, kw, sh, sw, dh, dw;
+  int64_t oh, ow;  // Output plane.
+  int64_t ld;      // Row stride of the padded input plane.
+};
+}  // namespace nascent::cpu
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -156,29 +176,171 @@ HWY_EXPORT(BackwardInputF64);
 HWY_EXPORT(BackwardWeightF32);
 HWY_EXPORT(BackwardWeightF64);
 
-void direct_forward(const DirectShape& s, const float* xpad, const float* w,
-                    float bias, float* out, bool accumulate) {
+namespace {
+
+void forward(const DirectShape& s, const float* xpad, const float* w,
+             float bias, float* out, bool accumulate = false) {
   HWY_DYNAMIC_DISPATCH(ForwardF32)(s, xpad, w, bias, out, accumulate);
 }
-void direct_forward(const DirectShape& s, const double* xpad, const double* w,
-                    double bias, double* out, bool accumulate) {
+void forward(const DirectShape& s, const double* xpad, const double* w,
+             double bias, double* out, bool accumulate = false) {
   HWY_DYNAMIC_DISPATCH(ForwardF64)(s, xpad, w, bias, out, accumulate);
 }
-void direct_backward_input(const DirectShape& s, const float* grad_out,
-                           const float* w, float* dxpad) {
+void backward_input(const DirectShape& s, const float* grad_out, const float* w,
+                    float* dxpad) {
   HWY_DYNAMIC_DISPATCH(BackwardInputF32)(s, grad_out, w, dxpad);
 }
-void direct_backward_input(const DirectShape& s, const double* grad_out,
-                           const double* w, double* dxpad) {
+void backward_input(const DirectShape& s, const double* grad_out,
+                    const double* w, double* dxpad) {
   HWY_DYNAMIC_DISPATCH(BackwardInputF64)(s, grad_out, w, dxpad);
 }
-void direct_backward_weight(const DirectShape& s, const float* xpad,
-                            const float* grad_out, float* partial) {
+void backward_weight(const DirectShape& s, const float* xpad,
+                     const float* grad_out, float* partial) {
   HWY_DYNAMIC_DISPATCH(BackwardWeightF32)(s, xpad, grad_out, partial);
 }
-void direct_backward_weight(const DirectShape& s, const double* xpad,
-                            const double* grad_out, double* partial) {
+void backward_weight(const DirectShape& s, const double* xpad,
+                     const double* grad_out, double* partial) {
   HWY_DYNAMIC_DISPATCH(BackwardWeightF64)(s, xpad, grad_out, partial);
+}
+
+using conv::Geometry;
+
+DirectShape direct_shape(const Geometry& g) {
+  return {g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.oh, g.ow, g.w + 2 * g.pw};
+}
+int64_t padded_size(const Geometry& g) {
+  return (g.h + 2 * g.ph) * (g.w + 2 * g.pw);
+}
+
+// The plane x [H, W] inside a zero border of the padding's width.
+template <class T>
+void pad_plane(const Geometry& g, const T* x, T* xpad) {
+  const int64_t ld = g.w + 2 * g.pw;
+  std::fill(xpad, xpad + g.ph * ld, T(0));
+  for (int64_t ih = 0; ih < g.h; ++ih) {
+    T* row = xpad + (ih + g.ph) * ld;
+    std::fill(row, row + g.pw, T(0));
+    std::memcpy(row + g.pw, x + ih * g.w, size_t(g.w) * sizeof(T));
+    std::fill(row + g.pw + g.w, row + ld, T(0));
+  }
+  std::fill(xpad + (g.h + g.ph) * ld, xpad + padded_size(g), T(0));
+}
+
+// With stride 1 the input gradient is itself a correlation: grad_out,
+// zero-padded by the dilated kernel's extent less one, with the flipped
+// kernel, read at the input's place inside the padding. That runs the
+// forward kernel (sums in registers) instead of scattering tap by tap.
+template <class T>
+void backward_input_flipped(const Geometry& g, const T* gout, const T* w,
+                            T* dx) {
+  const int64_t og = g.og(), taps = g.kh * g.kw;
+  const int64_t eh = (g.kh - 1) * g.dh, ew = (g.kw - 1) * g.dw;
+  const int64_t ld = g.ow + 2 * ew, rows = g.oh + 2 * eh;
+  // Output (ih, iw) with tap (i', j') reads gpad row ph + ih + i' * dh.
+  const DirectShape s{g.kh, g.kw, 1, 1, g.dh, g.dw, g.h, g.w, ld};
+  std::vector<T> flipped(size_t(g.o * taps));
+  for (int64_t oc = 0; oc < g.o; ++oc) {
+    for (int64_t t = 0; t < taps; ++t) {
+      flipped[size_t(oc * taps + t)] = w[oc * taps + taps - 1 - t];
+    }
+  }
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.hw() * taps));
+  balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+    T* gpad = conv::scratch<T>(0, size_t(rows * ld));
+    std::fill(gpad, gpad + rows * ld, T(0));  // Borders stay zero.
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / g.c, ci = p % g.c;
+      for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+        const T* plane = gout + (n * g.o + oc) * g.ohw();
+        for (int64_t r = 0; r < g.oh; ++r) {
+          std::memcpy(gpad + (r + eh) * ld + ew, plane + r * g.ow,
+                      size_t(g.ow) * sizeof(T));
+        }
+        forward(s, gpad + g.ph * ld + g.pw, flipped.data() + oc * taps, T(0),
+                dx + p * g.hw(), /*accumulate=*/oc > ci * og);
+      }
+    }
+  });
+}
+
+template <class T>
+void run(ConvOp op, const Geometry& g, const T* a, const T* b, const T* bias,
+         T* out) {
+  const int64_t og = g.og(), taps = g.kh * g.kw;
+  const DirectShape s = direct_shape(g);
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, og * g.ohw() * taps));
+  switch (op) {
+    case ConvOp::conv2d:  // A task per input plane (n, ci), padded once.
+      balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* xpad = conv::scratch<T>(0, size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          pad_plane(g, a + p * g.hw(), xpad);
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            forward(s, xpad, b + oc * taps, bias != nullptr ? bias[oc] : T(0),
+                    out + (n * g.o + oc) * g.ohw());
+          }
+        }
+      });
+      break;
+    case ConvOp::conv2d_backward_input:
+      if (g.sh == 1 && g.sw == 1) {
+        backward_input_flipped(g, a, b, out);
+        break;
+      }
+      balanced_for(g.n * g.c, grain, [&](int64_t begin, int64_t end) {
+        T* dxpad = conv::scratch<T>(0, size_t(padded_size(g)));
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / g.c, ci = p % g.c;
+          std::fill(dxpad, dxpad + padded_size(g), T(0));
+          for (int64_t oc = ci * og; oc < (ci + 1) * og; ++oc) {
+            backward_input(s, a + (n * g.o + oc) * g.ohw(), b + oc * taps,
+                           dxpad);
+          }
+          for (int64_t ih = 0; ih < g.h; ++ih) {
+            std::memcpy(out + p * g.hw() + ih * g.w,
+                        dxpad + (ih + g.ph) * s.ld + g.pw,
+                        size_t(g.w) * sizeof(T));
+          }
+        }
+      });
+      break;
+    case ConvOp::conv2d_backward_weight:  // A task per output channel.
+      balanced_for(g.o, std::max<int64_t>(1, grain / g.n),
+                   [&](int64_t begin, int64_t end) {
+                     std::vector<T> partial(size_t(taps * g.ow));
+                     T* xpad = conv::scratch<T>(0, size_t(padded_size(g)));
+                     for (int64_t oc = begin; oc < end; ++oc) {
+                       std::fill(partial.begin(), partial.end(), T(0));
+                       for (int64_t n = 0; n < g.n; ++n) {
+                         pad_plane(g, a + (n * g.c + oc / og) * g.hw(), xpad);
+                         backward_weight(s, xpad, b + (n * g.o + oc) * g.ohw(),
+                                         partial.data());
+                       }
+                       for (int64_t t = 0; t < taps; ++t) {
+                         T sum = T(0);
+                         for (int64_t c = 0; c < g.ow; ++c) {
+                           sum += partial[size_t(t * g.ow + c)];
+                         }
+                         out[oc * taps + t] = sum;
+                       }
+                     }
+                   });
+      break;
+  }
+}
+
+}  // namespace
+
+void conv_direct(ConvOp op, const conv::Geometry& g, const float* a,
+                 const float* b, const float* bias, float* out) {
+  run(op, g, a, b, bias, out);
+}
+void conv_direct(ConvOp op, const conv::Geometry& g, const double* a,
+                 const double* b, const double* bias, double* out) {
+  run(op, g, a, b, bias, out);
 }
 
 }  // namespace nascent::cpu

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
-#include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/cpu/balanced.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "nascent/backends/cpu/pool.cpp"
@@ -397,7 +397,7 @@ void Backend::pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
           int64_t* idx = out_indices != nullptr
                              ? data_ptr<int64_t>(*out_indices)
                              : nullptr;
-          parallel_for(g.planes, grain, [&](int64_t s, int64_t e) {
+          balanced_for(g.planes, grain, [&](int64_t s, int64_t e) {
             for (int64_t q = s; q < e; ++q) {
               max_pool_plane(g, src + q * g.hw(), dst + q * g.ohw(),
                              idx != nullptr ? idx + q * g.ohw() : nullptr);
@@ -406,7 +406,7 @@ void Backend::pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
           break;
         }
         case PoolOp::avg_pool2d:
-          parallel_for(g.planes, grain, [&](int64_t s, int64_t e) {
+          balanced_for(g.planes, grain, [&](int64_t s, int64_t e) {
             for (int64_t q = s; q < e; ++q) {
               avg_pool_plane(g, src + q * g.hw(), dst + q * g.ohw());
             }
@@ -414,7 +414,7 @@ void Backend::pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
           break;
         case PoolOp::max_pool2d_backward: {
           const int64_t* idx = data_ptr<int64_t>(ic);
-          parallel_for(g.planes, grain, [&](int64_t s, int64_t e) {
+          balanced_for(g.planes, grain, [&](int64_t s, int64_t e) {
             for (int64_t q = s; q < e; ++q) {
               if (!max_pool_backward_plane(g, src + q * g.ohw(),
                                            idx + q * g.ohw(),
@@ -426,7 +426,7 @@ void Backend::pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
           break;
         }
         case PoolOp::avg_pool2d_backward:
-          parallel_for(g.planes, grain, [&](int64_t s, int64_t e) {
+          balanced_for(g.planes, grain, [&](int64_t s, int64_t e) {
             std::vector<T> share(size_t(g.ow));
             for (int64_t q = s; q < e; ++q) {
               avg_pool_backward_plane(g, src + q * g.ohw(), dst + q * g.hw(),

@@ -29,8 +29,12 @@ TEST_P(ConvThreads, EveryBatchSplitMatchesReference) {
   p.stride[1] = 2;
   uint64_t seed = 1000;
   for (int64_t batch = 1; batch <= 7; ++batch) {
-    for (const Shape& w : {Shape{6, 5, 3, 3}, Shape{4, 5, 1, 1}}) {
-      Shape xs = {batch, 5, 9, 14};
+    // im2col + GEMM (3x3 strided, 1x1) and Winograd (3x3, stride 1, 16
+    // channels: its image chunks split differently too).
+    for (const Shape& w :
+         {Shape{6, 5, 3, 3}, Shape{4, 5, 1, 1}, Shape{16, 16, 3, 3}}) {
+      p.stride[1] = w[1] == 16 ? 1 : 2;
+      Shape xs = {batch, w[1], 9, 14};
       std::string what = fmt::format("threads {} batch {} weight {}",
                                      GetParam(), batch, to_string(w));
       Tensor x = random_tensor(xs, DType::f32, backend, ++seed);
