@@ -10,12 +10,13 @@
 // Last, the thread-pool wake-up cost and the size from which two threads
 // beat one.
 //
-//   elementwise_bench [--quick | --cache]
+//   elementwise_bench [--quick] [--cache] [--cpu-time]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,14 +32,25 @@ namespace {
 using namespace nascent;
 using Clock = std::chrono::steady_clock;
 
+// With --cpu-time, a run's time is the process's CPU time divided by the
+// thread count: on a machine shared with other jobs this leaves out the
+// time our threads wait for a core (not the memory traffic of the others).
+bool g_cpu_time = false;
+int g_threads = 1;
+
+double now_seconds() {
+  if (g_cpu_time) return double(std::clock()) / CLOCKS_PER_SEC / g_threads;
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
 // Median seconds of `reps` runs after one warm-up run.
 double time_median(int reps, const std::function<void()>& fn) {
   fn();
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
+    double t0 = now_seconds();
     fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t.push_back(now_seconds() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -86,6 +98,7 @@ void run_size(cpu::Backend& cpu, int64_t n, int reps) {
   };
   for (int threads : {1, 2}) {
     cpu::set_num_threads(threads);
+    g_threads = threads;
     double copy_gbs = 0;
     fmt::print("\nf32 x 2^{} ({} MB per operand), {} thread{}\n",
                int(std::log2(double(n))), n * 4 >> 20, threads,
@@ -108,6 +121,7 @@ void run_size(cpu::Backend& cpu, int64_t n, int reps) {
 // what a memory-bound op must stay under, and what a compute-bound one costs.
 void run_in_cache(cpu::Backend& cpu) {
   cpu::set_num_threads(1);
+  g_threads = 1;
   const int64_t n = 8192;
   Tensor x = randn({n}, cpu, 3), y = rand({n}, cpu, 4);
   Tensor out = zeros({n}, cpu);
@@ -124,12 +138,16 @@ void run_in_cache(cpu::Backend& cpu) {
       UnaryOp op = UnaryOp(int(info.op) - int(Op::neg));
       if (op == UnaryOp::logical_not) continue;
       UnaryParams p{op == UnaryOp::clamp ? -1.0 : 2.0, 1.0};
-      report(info.name, time_median(301, [&] { cpu.unary(op, x, p, out); }));
+      report(info.name, time_median(31, [&] {
+                          for (int r = 0; r < 64; ++r) cpu.unary(op, x, p, out);
+                        }) / 64);
     } else if (info.family == OpFamily::Binary) {
       BinaryOp op = BinaryOp(int(info.op) - int(Op::add));
       if (op >= BinaryOp::logical_and) continue;
       Tensor& o = op >= BinaryOp::eq ? out_bool : out;
-      report(info.name, time_median(301, [&] { cpu.binary(op, x, y, o); }));
+      report(info.name, time_median(31, [&] {
+                          for (int r = 0; r < 64; ++r) cpu.binary(op, x, y, o);
+                        }) / 64);
     }
   }
   fmt::print("\n");
@@ -139,6 +157,7 @@ void run_in_cache(cpu::Backend& cpu) {
 // cheap op (add) and a costly one (gelu) by size, splitting by hand.
 void run_threshold(cpu::Backend& cpu) {
   cpu::set_num_threads(2);
+  g_cpu_time = false;  // Waiting for a worker is what this measures.
   // Both tasks wait until both have started: the time for a worker to wake.
   std::atomic<int> started{0};
   double wake = time_median(2001, [&] {
@@ -184,12 +203,18 @@ void run_threshold(cpu::Backend& cpu) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false, only_cache = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    quick |= arg == "--quick";
+    only_cache |= arg == "--cache";
+    g_cpu_time |= arg == "--cpu-time";
+  }
   cpu::Backend cpu;
   fmt::print(
-      "nascent element-wise bench: GB/s = (bytes read + written) / "
-      "time, median of runs\n");
-  const bool only_cache = argc > 1 && std::string(argv[1]) == "--cache";
+      "nascent element-wise bench: GB/s = (bytes read + written) / time, "
+      "median of runs, {} time\n",
+      g_cpu_time ? "CPU (process CPU time / threads)" : "wall");
   if (!only_cache) {
     run_size(cpu, int64_t(1) << 24, quick ? 3 : 11);
     if (!quick) run_size(cpu, int64_t(1) << 26, 5);

@@ -127,18 +127,31 @@ void WhereStrided(const bool* cond, const U* a, const U* b, U* out, size_t n) {
     const auto y = kScalarB ? vb : hn::LoadU(d, pb);
     hn::StoreU(hn::IfThenElse(mask_of(c), x, y), d, po);
   };
+  auto partial = [&](size_t i, size_t count) {
+    Tail<bool> tc(cond + i, count);
+    Tail<U> ta(kScalarA ? a : a + i, kScalarA ? 1 : count);
+    Tail<U> tb(kScalarB ? b : b + i, kScalarB ? 1 : count);
+    Tail<U> res;
+    step(tc.v, ta.v, tb.v, res.v);
+    std::memcpy(out + i, res.v, count * sizeof(U));
+  };
   size_t i = 0;
+  if (n * sizeof(U) >= StreamBytes()) {  // See Map1.
+    i = std::min(n, ToAlignment(d, out));
+    if (i > 0) partial(0, i);
+    for (; i + lanes <= n; i += lanes) {
+      const auto x = kScalarA ? va : hn::LoadU(d, a + i);
+      const auto y = kScalarB ? vb : hn::LoadU(d, b + i);
+      hn::Stream(hn::IfThenElse(mask_of(cond + i), x, y), d, out + i);
+    }
+    if (i < n) partial(i, n - i);
+    hwy::FlushStream();
+    return;
+  }
   for (; i + lanes <= n; i += lanes) {
     step(cond + i, kScalarA ? a : a + i, kScalarB ? b : b + i, out + i);
   }
-  if (i == n) return;
-  const size_t rest = n - i;
-  Tail<bool> tc(cond + i, rest);
-  Tail<U> ta(kScalarA ? a : a + i, kScalarA ? 1 : rest);
-  Tail<U> tb(kScalarB ? b : b + i, kScalarB ? 1 : rest);
-  Tail<U> res;
-  step(tc.v, ta.v, tb.v, res.v);
-  std::memcpy(out + i, res.v, rest * sizeof(U));
+  if (i < n) partial(i, n - i);
 }
 
 template <class U>
