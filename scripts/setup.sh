@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   # Build.
-  build-essential cmake ninja-build g++ clang-format
+  build-essential cmake ninja-build g++ clang-format ccache
   # Libraries (headers; fmt and Highway are also used header-only in wasm).
   libfmt-dev libhwy-dev nlohmann-json3-dev libcli11-dev
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.

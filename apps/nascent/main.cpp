@@ -1,57 +1,50 @@
-// The nascent command line. For now one command, `demo`, exercises the
-// tensor API end to end; training and LLaMA commands join it later.
-#include <chrono>
+// The nascent command line: one subcommand per file (see command.h). With
+// no arguments it runs the default command, the project's main job.
 #include <cstdio>
-#include <string>
+#include <memory>
 
 #include <fmt/format.h>
 
-#include "nascent/nascent.h"
+#include "apps/nascent/command.h"
+#include "nascent/core/error.h"
+
+namespace nascent::cli {
+
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+
+}  // namespace nascent::cli
 
 namespace {
 
-int demo() {
-  using namespace nascent;
-  cpu::Backend cpu;
-  auto x = randn({64, 784}, cpu, 1);
-  auto w = randn({784, 10}, cpu, 2);
-  auto t0 = std::chrono::steady_clock::now();
-  auto y = softmax(matmul(x, w) + 1.0f, -1);
-  std::vector<float> host = y.to_vector<float>();
-  auto t1 = std::chrono::steady_clock::now();
-  double row_sum = 0;
-  for (int j = 0; j < 10; ++j) row_sum += host[size_t(j)];
-  fmt::print("nascent demo on {} ({} threads)\n", cpu.name(),
-             cpu::num_threads());
-  fmt::print("  y = softmax(x @ w + 1): {} in {:.3f} ms\n", y.to_string(),
-             std::chrono::duration<double, std::milli>(t1 - t0).count());
-  fmt::print("  first row sums to {:.6f}; argmax of rows 0..7:", row_sum);
-  std::vector<int64_t> best = argmax(y, -1).to_vector<int64_t>();
-  for (int i = 0; i < 8; ++i) fmt::print(" {}", best[size_t(i)]);
-  fmt::print("\n");
-  return 0;
-}
-
-void usage() {
-  fmt::print(
-      "usage: nascent [command]\n\n"
-      "commands:\n"
-      "  demo    run a small forward pass through the tensor API (default)\n"
-      "  help    show this message\n");
-}
+constexpr const char* kDefaultCommand = "demo";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cmd = argc > 1 ? argv[1] : "demo";
+  using nascent::cli::commands;
+  CLI::App app{"nascent: train and run deep-learning models natively"};
+  app.require_subcommand(0, 1);
+  std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
+  for (const auto& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    runners.emplace_back(sub, c.setup(*sub));
+  }
   try {
-    if (cmd == "demo") return demo();
-    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-      usage();
-      return 0;
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : runners) {
+      if (sub->parsed()) return run();
     }
-    fmt::print(stderr, "nascent: unknown command '{}'\n\n", cmd);
-    usage();
+    for (auto& [sub, run] : runners) {
+      if (sub->get_name() == kDefaultCommand) return run();
+    }
+    fmt::print(stderr, "nascent: no default command\n");
     return 2;
   } catch (const nascent::Error& e) {
     fmt::print(stderr, "nascent: {}\n", e.what());
