@@ -76,9 +76,12 @@ def with_pre_tokenizer(src, dst, pre):
 # --- texts ---
 
 def vocab_test_texts(path):
+    """The .inp texts and the ids the .out file gives for each."""
     text = open(path + ".inp", encoding="utf-8", newline="").read()
-    parts = text.split("\n__ggml_vocab_test__\n")
-    return [p.encode() for p in parts[:-1]]
+    parts = text.split("\n__ggml_vocab_test__\n")[:-1]
+    lines = open(path + ".out", encoding="utf-8").read().split("\n")
+    return [(p.encode(), [int(x) for x in line.split()])
+            for p, line in zip(parts, lines)]
 
 
 EXTRA = [
@@ -168,22 +171,38 @@ def main():
                   ("gpt-2 vocab, llama-bpe pre-tokenizer", llama3, []),
                   ("gpt-2 vocab, qwen2 pre-tokenizer", qwen2, [])]
         extra = [t.encode() for t in EXTRA + random_texts(1, 40)]
+        gpt2_ids = {}  # What the plain gpt-2 pre-tokenizer gives.
         for name, model, vectors in vocabs:
             llm = llama_cpp.Llama(model_path=model, vocab_only=True,
                                   verbose=False)
-            texts = vectors + extra
+            # The peer itself must give the published vectors, or the
+            # comparison proves nothing.
+            for text, ids in vectors:
+                if llm.tokenize(text, add_bos=False, special=False) != ids:
+                    print(f"FAILED: llama.cpp does not reproduce {model}.out "
+                          f"for {text!r}")
+                    return 1
+            texts = [text for text, _ in vectors] + extra
             if name == "llama-spm":
                 # SentencePiece splits bytes, so any bytes compare exactly.
+                # (Byte-level BPE decodes UTF-8 first, and there llama.cpp
+                # accepts overlong forms and surrogates, and aborts on code
+                # points past U+10FFFF, where nascent reads each bad byte as
+                # U+FFFD: only valid UTF-8 is compared.)
                 texts += random_bytes(2, 30)
             n_bad = 0
             n = 0
+            special_matters = 0
+            pre_matters = 0
             for text in texts:
                 specials = [False]
                 if any(m.encode() in text for m in SPECIAL_MARKERS):
                     specials.append(True)
+                results = []
                 for special in specials:
                     want = llm.tokenize(text, add_bos=False, special=special)
                     got = nascent_ids(binary, model, text, special, tmp)
+                    results.append(want)
                     n += 1
                     if got != want:
                         n_bad += 1
@@ -191,7 +210,23 @@ def main():
                             print(f"  DIFF {name} special={special} "
                                   f"{text[:60]!r}\n    llama.cpp {want}\n"
                                   f"    nascent   {got}")
-            print(f"{name}: {n - n_bad}/{n} tokenizations equal")
+                special_matters += len(results) == 2 and results[0] != results[1]
+                if model == gpt2:
+                    gpt2_ids[text] = results[0]
+                elif text in gpt2_ids:
+                    pre_matters += gpt2_ids[text] != results[0]
+            print(f"{name}: {n - n_bad}/{n} tokenizations equal "
+                  f"({special_matters} texts tokenize differently with "
+                  "special-token parsing)")
+            if special_matters == 0:
+                print(f"FAILED: {name}: special-token parsing never mattered; "
+                      "the flag does not reach the tokenizers")
+                failures += 1
+            if name.startswith("gpt-2 vocab,"):
+                print(f"  ({pre_matters} texts split differently from gpt-2)")
+                if pre_matters == 0:
+                    print(f"FAILED: {name}: the pre-tokenizer never mattered")
+                    failures += 1
             failures += n_bad
             compared += n
             del llm
