@@ -58,9 +58,13 @@ int info(const std::string& path, int max_items) {
   using namespace nascent;
   gguf::Reader r(path);
   size_t items = max_items == 0 ? SIZE_MAX : size_t(max_items);
-  fmt::print("{}: GGUF v{}, {}, alignment {}, tensor data at offset {}\n", path,
-             r.version(), human_bytes(r.file_size()), r.alignment(),
-             r.data_offset());
+  fmt::print("{}: GGUF v{}, {}, alignment {}", path, r.version(),
+             human_bytes(r.file_size()), r.alignment());
+  if (r.tensors().empty()) {
+    fmt::print(", no tensor data\n");
+  } else {
+    fmt::print(", tensor data at offset {}\n", r.data_offset());
+  }
   const gguf::Metadata& m = r.metadata();
   fmt::print("\nmetadata ({} keys):\n", m.size());
   size_t key_width = 0;

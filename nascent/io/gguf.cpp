@@ -54,8 +54,6 @@ std::string scalar_string(const T& v) {
     return v ? "true" : "false";
   } else if constexpr (std::is_same_v<T, std::string>) {
     return quoted(v, 120);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return fmt::format("{}", v);
   } else {
     return fmt::format("{}", v);
   }

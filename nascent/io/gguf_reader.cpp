@@ -391,7 +391,16 @@ const TensorInfo& Reader::tensor(std::string_view name) const {
 }
 
 std::span<const std::byte> Reader::tensor_data(const TensorInfo& info) const {
-  // Checked at open: the extent lies inside the file.
+  // The extents of this file's tensors were checked at open; this guards
+  // against an info from another file.
+  uint64_t available =
+      file_->size() - std::min<uint64_t>(data_offset_, file_->size());
+  if (info.offset > available || info.size > available - info.offset) {
+    throw ValueError(
+        fmt::format("{}: tensor '{}' [{}, +{}) is not inside "
+                    "this file's data section",
+                    file_->path(), info.name, info.offset, info.size));
+  }
   return file_->bytes().subspan(size_t(data_offset_ + info.offset),
                                 size_t(info.size));
 }

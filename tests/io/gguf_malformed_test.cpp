@@ -200,6 +200,9 @@ TEST(GgufMalformed, MissingTensorNamesTheFile) {
   } catch (const FormatError& e) {
     EXPECT_STREQ(e.what(), "m.gguf: no tensor named 'token_embd.weight'");
   }
+  // An info from another file cannot read past this one.
+  gguf::TensorInfo foreign{"x", {16}, gguf::TensorType::f32, 0, 64};
+  EXPECT_THROW(r.tensor_data(foreign), ValueError);
 }
 
 TEST(GgufMalformed, MetadataTypeErrorsNameFileAndKey) {
