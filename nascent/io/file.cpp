@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -52,6 +53,13 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     throw IoError(fmt::format("{}: not a regular file", path));
+  }
+  // A 32-bit address space (wasm32) cannot hold files of 4 GiB and more.
+  if (uint64_t(st.st_size) > uint64_t(SIZE_MAX)) {
+    throw IoError(
+        fmt::format("{}: {} bytes do not fit in this platform's "
+                    "address space",
+                    path, uint64_t(st.st_size)));
   }
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
