@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "nascent/core/backend.h"
@@ -24,7 +26,28 @@ class CpuData final : public BackendData {
 
  private:
   std::byte* ptr_;
+  size_t capacity_;  // Bytes actually allocated (a size class, see storage).
   Backend* owner_;
+};
+
+// Freed large blocks kept for reuse (storage.cpp explains why).
+class HostCache {
+ public:
+  HostCache();
+  ~HostCache();
+  HostCache(const HostCache&) = delete;
+  HostCache& operator=(const HostCache&) = delete;
+  // A block of at least nbytes; `capacity` receives its real size.
+  std::byte* take(size_t nbytes, size_t& capacity);
+  void give(std::byte* ptr, size_t capacity);
+  void trim();
+  size_t cached_bytes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::multimap<size_t, std::byte*> free_;
+  size_t cached_ = 0;
+  size_t limit_;
 };
 
 class Backend final : public nascent::Backend {
@@ -37,7 +60,7 @@ class Backend final : public nascent::Backend {
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
-  void trim() override {}  // Host memory goes back to malloc at once.
+  void trim() override;  // Frees the cached blocks.
   MemoryStats memory_stats() const override;
 
   void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
@@ -67,6 +90,7 @@ class Backend final : public nascent::Backend {
  private:
   friend class CpuData;
   void account(int64_t delta);
+  HostCache cache_;
 
   std::atomic<int64_t> allocated_{0};
   std::atomic<int64_t> persistent_{0};
