@@ -23,6 +23,16 @@
 // moves the saved values to a private copy, so the gradient is that of the
 // function as it was evaluated (copy-on-write, paid only when it happens).
 //
+// Conventions where the derivative is not unique, as PyTorch: max/min
+// reductions and maximum/minimum share the gradient evenly among ties;
+// max_pool2d gives it to the element whose index the forward returned;
+// relu, abs and clamp take the derivative at a kink from the side that
+// keeps zero (relu'(0) = 0, abs'(0) = 0) and clamp passes gradient at its
+// bounds. Casts to integer types and Tensor::to() (another backend) are not
+// differentiable. Writes under NoGradGuard leave the written storage's
+// history as it was (parameter updates); with grad on, a write into a leaf
+// that requires grad is refused unless the values written have no history.
+//
 // Not thread-safe: one thread records and runs a graph. Grad mode
 // (NoGradGuard) is per thread.
 #pragma once

@@ -50,7 +50,7 @@ class Node : public std::enable_shared_from_this<Node> {
  public:
   Node(const char* name, std::vector<Edge> next, Shape shape, DType dtype);
   Node(const char* name, std::vector<Edge> next, const Tensor& out);
-  virtual ~Node() = default;
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
