@@ -103,8 +103,9 @@ std::vector<Tensor> Leaf::apply(const Tensor&) {
 // --- Storage
 // ------------------------------------------------------------------
 
-Storage::Storage(std::shared_ptr<BackendData> inner)
-    : BackendData(inner->nbytes()), inner_(std::move(inner)) {}
+Storage::Storage(std::shared_ptr<BackendData> inner, size_t nbytes)
+    : BackendData(nbytes != 0 ? nbytes : inner->nbytes()),
+      inner_(std::move(inner)) {}
 
 void Storage::set_history(Edge node, Geometry geometry) {
   node_ = std::move(node);

@@ -97,7 +97,9 @@ struct SavedSlot {
 // history, write count and the saved tensors that read it.
 class Storage final : public BackendData {
  public:
-  explicit Storage(std::shared_ptr<BackendData> inner);
+  // nbytes: what the tensor asked for (a caching allocator may hand out a
+  // larger block); by default the inner storage's size.
+  explicit Storage(std::shared_ptr<BackendData> inner, size_t nbytes = 0);
   const std::shared_ptr<BackendData>& inner() const { return inner_; }
 
   const Edge& node() const { return node_; }
