@@ -108,6 +108,8 @@ void set_requires_grad(const Tensor& t, bool on = true);
 // True for leaves and for every tensor computed from one with grad enabled
 // (views of them included), false for detached tensors.
 bool requires_grad(const Tensor& t);
+// True for a tensor set_requires_grad marked (or a copy of its handle).
+bool is_leaf(const Tensor& t);
 // Same storage, no history: gradients do not flow through it.
 Tensor detach(const Tensor& t);
 
@@ -161,7 +163,9 @@ class Gradients {
 // PyTorch's .grad) and returns the gradients of all leaves reached. The
 // loss must have one element; the second form seeds with grad_output (the
 // output's shape) instead. Without retain_graph the graph's saved tensors
-// are freed, and a second backward through it throws.
+// are freed, and a second backward through it throws. create_graph keeps
+// the graph, and the accumulated gradients then hold history that leads
+// back to their leaves: zero_grad() breaks that cycle (as in PyTorch).
 Gradients backward(const Tensor& loss, BackwardOptions options = {});
 Gradients backward(const Tensor& output, const Tensor& grad_output,
                    BackwardOptions options = {});

@@ -400,6 +400,10 @@ bool requires_grad(const Tensor& t) {
   return detail::has_history(t);
 }
 
+bool is_leaf(const Tensor& t) {
+  return detail::leaf_of(t) != nullptr;
+}
+
 Tensor detach(const Tensor& t) {
   if (detail::autodiff_backend(t) == nullptr) return t;
   Tensor d = t.as_strided(t.shape(), t.strides(), t.offset());

@@ -106,6 +106,9 @@ TEST(Autodiff, GradIsSharedByCopiesOfTheHandle) {
   Tensor x = leaf({2}, 8);
   Tensor copy = x;
   EXPECT_TRUE(requires_grad(copy));
+  EXPECT_TRUE(is_leaf(copy));
+  EXPECT_FALSE(is_leaf(x.reshape({2, 1})));
+  EXPECT_FALSE(is_leaf(exp(x)));
   backward(sum(mul(copy, 5.0)));
   expect_near(vals(grad(x)), {5, 5});
   // Views of a leaf require grad but are not the leaf.
