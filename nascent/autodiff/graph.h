@@ -55,6 +55,11 @@ class Node : public std::enable_shared_from_this<Node> {
   Node& operator=(const Node&) = delete;
 
   virtual std::vector<Tensor> apply(const Tensor& grad) = 0;
+  // apply when nothing else can see grad's storage, so the rule may reuse
+  // it (write into it) instead of allocating.
+  virtual std::vector<Tensor> apply_exclusive(const Tensor& grad) {
+    return apply(grad);
+  }
   virtual bool is_leaf() const { return false; }
   // Frees the saved tensors; apply must not run afterwards.
   virtual void release() {}

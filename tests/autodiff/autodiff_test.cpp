@@ -333,6 +333,29 @@ TEST(Autodiff, EmptyTensorsAndHalfPrecision) {
   }
 }
 
+TEST(Autodiff, StackGradientsAndCapturedGradientsStayIntact) {
+  // stack writes five parts into one buffer: backward splits the gradient
+  // again, reusing its storage where nothing else sees it.
+  std::vector<Tensor> parts;
+  for (uint64_t i = 0; i < 5; ++i) parts.push_back(leaf({3}, 50 + i));
+  Tensor w = random({5, 3}, 60);
+  Tensor stacked = stack(parts, 0);
+  Tensor loss = sum(mul(stacked, w));
+  // The gradient at `stacked` itself is captured too: reusing its storage
+  // must not change it.
+  std::vector<Tensor> inputs = {stacked};
+  inputs.insert(inputs.end(), parts.begin(), parts.end());
+  std::vector<Tensor> g = grad({loss}, inputs, {}, false);
+  expect_near(vals(g[0]), vals(w));
+  for (int64_t i = 0; i < 5; ++i) {
+    expect_near(vals(g[size_t(i) + 1]), vals(w.select(0, i)));
+  }
+  backward(sum(mul(stack(parts, 0), w)));
+  for (int64_t i = 0; i < 5; ++i) {
+    expect_near(vals(grad(parts[size_t(i)])), vals(w.select(0, i)));
+  }
+}
+
 TEST(Autodiff, DeepChain) {
   // Long graphs must neither overflow the stack in backward nor when they
   // are freed.
