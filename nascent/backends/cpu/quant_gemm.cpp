@@ -1,0 +1,357 @@
+// qmatmul for many x rows (prompt processing): a GEMM in int16 over panels
+// of decoded weights; one copy per SIMD target.
+//
+// The dot-product kernels decode every weight block once per x row; with
+// hundreds of rows that decoding is most of the work. Here a panel of NR
+// weight rows (two int32 vectors wide) is decoded once into int16 levels
+// (k-quant sub-block scales folded in, as in quant_dot_k.cpp), stored as
+// pairs of consecutive k interleaved across the NR rows, so that one
+// broadcast pair of x levels times one panel vector gives NR partial sums
+// (pmaddwd on x86: 16 multiply-adds per instruction, twice an f32 FMA).
+// A tile of MR x rows by NR weight rows accumulates in int32 over one scale
+// block (32 values, or a 256-value super-block) and then in f32 with the
+// block's scales; mins (q4_1, q5_1, q2_K, q4_K, q5_K) are added after, from
+// x's per-group sums.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant_gemm.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <vector>
+
+#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/core/quant_blocks.h"
+// Per-target helpers; must come after highway.h.
+#include "nascent/backends/cpu/quant_simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nascent::cpu {
+namespace HWY_NAMESPACE {
+namespace {
+
+constexpr int kMR = 6;  // x rows per tile: 12 int32 accumulators on AVX2.
+
+// One weight row's block decoded: SB int16 levels whose products with x's
+// levels, times `scale` (and x's scale), give the block's dot product, and
+// the mins of its groups (value = level * scale - min; q4_1 and q5_1 store
+// +m, so their min here is -m).
+struct Decoded {
+  int16_t levels[256];
+  float scale;
+  float mins[16];
+};
+
+// Widened bytes, split into nibbles, stored as int16 minus `offset`.
+HWY_INLINE void StoreNibbles(const uint8_t* qs, int16_t offset, int16_t* lo,
+                             int16_t* hi) {
+  const DI16 d16;
+  const size_t n = hn::Lanes(d16);
+  for (size_t j = 0; j < 16; j += n) {
+    const auto v = hn::BitCast(d16, LoadBytes(qs + j));
+    const auto off = hn::Set(d16, offset);
+    hn::StoreU(hn::Sub(hn::And(v, hn::Set(d16, 0xF)), off), d16, lo + j);
+    hn::StoreU(hn::Sub(hn::ShiftRight<4>(v), off), d16, hi + j);
+  }
+}
+
+template <QuantType kType>
+HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
+  int16_t* L = out.levels;
+  if constexpr (kType == QuantType::q8_0) {
+    out.scale = HalfAt(blk);
+    for (int j = 0; j < 32; ++j) L[j] = int8_t(blk[2 + j]);
+  } else if constexpr (kType == QuantType::q4_0 || kType == QuantType::q4_1) {
+    out.scale = HalfAt(blk);
+    const bool min = kType == QuantType::q4_1;
+    StoreNibbles(blk + (min ? 4 : 2), min ? 0 : 8, L, L + 16);
+    if (min) out.mins[0] = -HalfAt(blk + 2);
+  } else if constexpr (kType == QuantType::q5_0 || kType == QuantType::q5_1) {
+    const bool min = kType == QuantType::q5_1;
+    out.scale = HalfAt(blk);
+    uint32_t qh;
+    std::memcpy(&qh, blk + (min ? 4 : 2), 4);
+    StoreNibbles(blk + (min ? 8 : 6), 0, L, L + 16);
+    const int16_t off = min ? 0 : 16;
+    for (int j = 0; j < 32; ++j) {
+      L[j] = int16_t(L[j] + int16_t(((qh >> j) & 1) << 4) - off);
+    }
+    if (min) out.mins[0] = -HalfAt(blk + 2);
+  } else {
+    // The k-quants: decode in f32-free integer steps, scales folded in.
+    if constexpr (kType == QuantType::q4_k || kType == QuantType::q5_k) {
+      out.scale = HalfAt(blk);
+      const float dmin = HalfAt(blk + 2);
+      const uint8_t* qs = blk + (kType == QuantType::q4_k ? 16 : 48);
+      for (int s = 0; s < 8; ++s) {
+        uint8_t sc, m;
+        kquant_scale_min(blk + 4, s, &sc, &m);
+        out.mins[s] = dmin * float(m);
+        const uint8_t* q = qs + 32 * (s / 2);
+        const int shift = 4 * (s % 2);
+        for (int l = 0; l < 32; ++l) {
+          int v = (q[l] >> shift) & 0xF;
+          if constexpr (kType == QuantType::q5_k) {
+            v |= ((blk[16 + l] >> s) & 1) << 4;
+          }
+          L[32 * s + l] = int16_t(v * sc);
+        }
+      }
+    } else if constexpr (kType == QuantType::q6_k) {
+      out.scale = HalfAt(blk + 208);
+      const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+      for (int v = 0; v < 256; ++v) {
+        const int h = v / 128, k = v % 128 / 32, l = v % 32;
+        const int low = (blk[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
+        const int high = (blk[128 + 32 * h + l] >> (2 * k)) & 3;
+        L[v] = int16_t(((low | (high << 4)) - 32) * sc[8 * h + 2 * k + l / 16]);
+      }
+    } else if constexpr (kType == QuantType::q3_k) {
+      out.scale = HalfAt(blk + 108);
+      for (int s = 0; s < 16; ++s) {
+        const int sc = q3k_scale(blk + 96, s) - 32;
+        const int l0 = 16 * (s % 2), shift = 2 * (s / 2 % 4), bit = s / 2;
+        for (int l = 0; l < 16; ++l) {
+          const int q = (blk[32 + 32 * (s / 8) + l0 + l] >> shift) & 3;
+          const int h = (blk[l0 + l] >> bit) & 1;
+          L[16 * s + l] = int16_t((q + 4 * h - 4) * sc);
+        }
+      }
+    } else if constexpr (kType == QuantType::q2_k) {
+      out.scale = HalfAt(blk + 80);
+      const float dmin = HalfAt(blk + 82);
+      for (int s = 0; s < 16; ++s) {
+        out.mins[s] = dmin * float(blk[s] >> 4);
+        const int l0 = 16 * (s % 2), shift = 2 * (s / 2 % 4);
+        for (int l = 0; l < 16; ++l) {
+          const int q = (blk[16 + 32 * (s / 8) + l0 + l] >> shift) & 3;
+          L[16 * s + l] = int16_t(q * (blk[s] & 0xF));
+        }
+      }
+    } else {
+      static_assert(kType == QuantType::q8_k);
+      out.scale = F32At(blk);
+      for (int j = 0; j < 256; ++j) L[j] = int8_t(blk[4 + j]);
+    }
+  }
+}
+
+template <QuantType kType>
+struct Layout {
+  static constexpr bool kK =
+      kType == QuantType::q2_k || kType == QuantType::q3_k ||
+      kType == QuantType::q4_k || kType == QuantType::q5_k ||
+      kType == QuantType::q6_k || kType == QuantType::q8_k;
+  static constexpr int64_t kBlock = kK ? 256 : 32;  // Values per scale.
+  // Values per min (0: no mins).
+  static constexpr int64_t kGroup =
+      kType == QuantType::q2_k ? 16
+      : kType == QuantType::q4_k || kType == QuantType::q5_k ||
+              kType == QuantType::q4_1 || kType == QuantType::q5_1
+          ? 32
+          : 0;
+};
+
+// A weight panel: levels as int32 pairs [k / 2][nr], scales [blocks][nr],
+// mins [groups][nr] (value = level * scale - min).
+struct Panel {
+  hwy::AlignedFreeUniquePtr<int32_t[]> pairs;
+  hwy::AlignedFreeUniquePtr<float[]> scales, mins;
+  size_t capacity = 0;
+};
+
+template <int kRows>
+HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
+                           int64_t nblocks, int64_t block, const int16_t* x,
+                           int64_t k, const float* xd, float* c) {
+  const DI32 d32;
+  const DI16 d16;
+  const DF df;
+  const size_t nl = hn::Lanes(d32);
+  using V32 = hn::Vec<DI32>;
+  using VF = hn::Vec<DF>;
+  VF acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = hn::Zero(df);
+  for (int64_t b = 0; b < nblocks; ++b) {
+    V32 s[kRows][2], t[kRows][2];
+    for (int r = 0; r < kRows; ++r) {
+      s[r][0] = s[r][1] = t[r][0] = t[r][1] = hn::Zero(d32);
+    }
+    const int32_t* p = pairs + b * (block / 2) * 2 * int64_t(nl);
+    const int16_t* xb = x + b * block;
+    for (int64_t q = 0; q < block / 2; ++q, p += 2 * nl) {
+      const auto w0 = hn::BitCast(d16, hn::Load(d32, p));
+      const auto w1 = hn::BitCast(d16, hn::Load(d32, p + nl));
+      for (int r = 0; r < kRows; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, xb + r * k + 2 * q, 4);
+        const auto a = hn::BitCast(d16, hn::Set(d32, pair));
+        s[r][0] = hn::ReorderWidenMulAccumulate(d32, a, w0, s[r][0], t[r][0]);
+        s[r][1] = hn::ReorderWidenMulAccumulate(d32, a, w1, s[r][1], t[r][1]);
+      }
+    }
+    const VF ws0 = hn::Load(df, wscale + b * 2 * nl);
+    const VF ws1 = hn::Load(df, wscale + b * 2 * nl + nl);
+    for (int r = 0; r < kRows; ++r) {
+      const VF xs = hn::Set(df, xd[r * (k / block) + b]);
+      acc[r][0] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s[r][0], t[r][0])),
+                             hn::Mul(ws0, xs), acc[r][0]);
+      acc[r][1] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s[r][1], t[r][1])),
+                             hn::Mul(ws1, xs), acc[r][1]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    hn::StoreU(acc[r][0], df, c + r * 2 * nl);
+    hn::StoreU(acc[r][1], df, c + r * 2 * nl + nl);
+  }
+}
+
+template <QuantType kType>
+void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
+              const QuantizedRows& x, float* y, int64_t ldy) {
+  using L = Layout<kType>;
+  constexpr int64_t kBytes = kType == QuantType::q4_0   ? 18
+                             : kType == QuantType::q4_1 ? 20
+                             : kType == QuantType::q5_0 ? 22
+                             : kType == QuantType::q5_1 ? 24
+                             : kType == QuantType::q8_0 ? 34
+                             : kType == QuantType::q2_k ? 84
+                             : kType == QuantType::q3_k ? 110
+                             : kType == QuantType::q4_k ? 144
+                             : kType == QuantType::q5_k ? 176
+                             : kType == QuantType::q6_k ? 210
+                                                        : 292;
+  const int64_t nr = 2 * int64_t(hn::Lanes(DI32()));
+  const int64_t k = x.k, nblocks = k / L::kBlock;
+  const int64_t ngroups = L::kGroup ? k / L::kGroup : 0;
+  thread_local Panel panel;
+  const size_t need = size_t(k / 2 * nr);
+  if (panel.capacity < need) {
+    panel.pairs = hwy::AllocateAligned<int32_t>(need);
+    panel.scales = hwy::AllocateAligned<float>(size_t(k / 32 * nr));
+    panel.mins = hwy::AllocateAligned<float>(size_t(k / 16 * nr));
+    panel.capacity = need;
+  }
+  int32_t* pairs = panel.pairs.get();
+  float* scales = panel.scales.get();
+  float* mins = panel.mins.get();
+  Decoded dec;
+  std::vector<float> c(size_t(kMR * nr));
+  for (int64_t p0 = j0; p0 < j1; p0 += nr) {
+    // Decode and interleave: pair q of row r goes to pairs[q * nr + r].
+    for (int64_t r = 0; r < nr; ++r) {
+      const bool valid = p0 + r < j1;
+      const uint8_t* row = w + (p0 + r) * ws;
+      for (int64_t b = 0; b < nblocks; ++b) {
+        if (valid) {
+          Decode<kType>(row + b * kBytes, dec);
+        } else {
+          std::fill_n(dec.levels, L::kBlock, int16_t(0));
+          dec.scale = 0.0f;
+          std::fill_n(dec.mins, 16, 0.0f);
+        }
+        scales[b * nr + r] = dec.scale;
+        int32_t* dst = pairs + b * (L::kBlock / 2) * nr + r;
+        for (int64_t q = 0; q < L::kBlock / 2; ++q) {
+          std::memcpy(dst + q * nr, dec.levels + 2 * q, 4);
+        }
+        if constexpr (L::kGroup != 0) {
+          for (int64_t g = 0; g < L::kBlock / L::kGroup; ++g) {
+            mins[(b * (L::kBlock / L::kGroup) + g) * nr + r] = dec.mins[g];
+          }
+        }
+      }
+    }
+    const int64_t ncols = std::min(nr, j1 - p0);
+    for (int64_t m0 = 0; m0 < x.rows; m0 += kMR) {
+      const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
+      const int16_t* xq = x.q + m0 * k;
+      const float* xd = x.d + m0 * nblocks;
+      switch (rows) {
+        case 6:
+          TileKernel<6>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+        case 5:
+          TileKernel<5>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+        case 4:
+          TileKernel<4>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+        case 3:
+          TileKernel<3>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+        case 2:
+          TileKernel<2>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+        default:
+          TileKernel<1>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          break;
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        float* cr = c.data() + r * nr;
+        if constexpr (L::kGroup != 0) {
+          // Mins times x's sums over each group (value = level * d + min).
+          const int64_t i = m0 + r;
+          const int32_t* sums = x.sums + i * (k / 16);
+          for (int64_t g = 0; g < ngroups; ++g) {
+            const int64_t first = g * L::kGroup;
+            int32_t sum = sums[first / 16];
+            if (L::kGroup == 32) sum += sums[first / 16 + 1];
+            const float xs = x.d[i * nblocks + first / L::kBlock] * float(sum);
+            const float* mg = mins + g * nr;
+            for (int64_t j = 0; j < ncols; ++j) cr[j] -= mg[j] * xs;
+          }
+        }
+        for (int64_t j = 0; j < ncols; ++j) y[(m0 + r) * ldy + p0 + j] = cr[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void QGemmRows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
+               int64_t j1, const QuantizedRows& x, float* y, int64_t ldy) {
+  switch (type) {
+    case QuantType::q4_0:
+      return GemmRows<QuantType::q4_0>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q4_1:
+      return GemmRows<QuantType::q4_1>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q5_0:
+      return GemmRows<QuantType::q5_0>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q5_1:
+      return GemmRows<QuantType::q5_1>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q8_0:
+      return GemmRows<QuantType::q8_0>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q2_k:
+      return GemmRows<QuantType::q2_k>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q3_k:
+      return GemmRows<QuantType::q3_k>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q4_k:
+      return GemmRows<QuantType::q4_k>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q5_k:
+      return GemmRows<QuantType::q5_k>(w, ws, j0, j1, x, y, ldy);
+    case QuantType::q6_k:
+      return GemmRows<QuantType::q6_k>(w, ws, j0, j1, x, y, ldy);
+    default:
+      return GemmRows<QuantType::q8_k>(w, ws, j0, j1, x, y, ldy);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nascent::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nascent::cpu {
+
+HWY_EXPORT(QGemmRows);
+
+void qgemm_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
+                int64_t j1, const QuantizedRows& x, float* y, int64_t ldy) {
+  HWY_DYNAMIC_DISPATCH(QGemmRows)(type, w, ws, j0, j1, x, y, ldy);
+}
+
+}  // namespace nascent::cpu
+#endif  // HWY_ONCE
