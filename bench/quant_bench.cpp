@@ -9,16 +9,19 @@
 //
 //   ./build/rel/bench/quant_bench            # 1 and 2 threads
 //   ./build/rel/bench/quant_bench 2          # 2 threads only
+//   ./build/rel/bench/quant_bench --cpu-time # 1 thread, CPU time
 //
 // The weights of each mat-vec are several copies used in turn, 256 MiB in
 // all, so that they come from memory and not from the 32 MiB L3. Times are
 // the best of the repetitions (the machine is shared; medians are printed
-// too).
+// too). --cpu-time divides by the process's CPU time instead of wall time,
+// at one thread: the kernels' own speed on a machine busy with other jobs
+// (memory bandwidth is still shared with them).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <string>
@@ -36,10 +39,12 @@ using nascent::DType;
 using nascent::QuantType;
 using nascent::Tensor;
 
+bool g_cpu_time = false;
+
 double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  timespec t;
+  clock_gettime(g_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
 struct Timing {
@@ -140,7 +145,12 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
 
 int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
-  if (argc > 1) thread_counts = {std::atoi(argv[1])};
+  if (argc > 1 && std::string(argv[1]) == "--cpu-time") {
+    g_cpu_time = true;
+    thread_counts = {1};
+  } else if (argc > 1) {
+    thread_counts = {std::atoi(argv[1])};
+  }
   nascent::cpu::Backend cpu;
   const QuantType types[] = {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k,
                              QuantType::q6_k, QuantType::f16};
