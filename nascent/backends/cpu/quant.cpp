@@ -44,6 +44,7 @@ struct ActivationScratch {
   std::vector<int16_t> q;
   std::vector<float> d;
   std::vector<int32_t> sums;
+  std::vector<int16_t> sums32;
 };
 
 QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
@@ -51,17 +52,20 @@ QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
   s.q.resize(size_t(m * k));
   s.d.resize(size_t(m * (k / block)));
   s.sums.resize(size_t(m * (k / 16)));
+  s.sums32.resize(size_t(m * (k / 32)));
   // Rows of x are independent; a prompt's worth is worth the threads. (The
   // workers get plain pointers: `s` inside the lambda would name their own
   // thread_local scratch.)
   int16_t* q = s.q.data();
   float* d = s.d.data();
   int32_t* sums = s.sums.data();
+  int16_t* sums32 = s.sums32.data();
   parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                [=](int64_t r0, int64_t r1) {
-                 quantize_activations(x, k, block, r0, r1, q, d, sums);
+                 quantize_activations(x, k, block, r0, r1, q, d, sums, sums32);
                });
-  return QuantizedRows{m, k, block, s.q.data(), s.d.data(), s.sums.data()};
+  return QuantizedRows{
+      m, k, block, s.q.data(), s.d.data(), s.sums.data(), s.sums32.data()};
 }
 
 // Float weights with many x rows: panels of weight rows widened to f32 and

@@ -64,56 +64,65 @@ HWY_INLINE hn::Vec<DI32> DotNibbles(const uint8_t* qs, uint32_t qh,
   return hn::Add(s0, s1);
 }
 
-// Weight row of nb 32-value blocks . quantized x row.
-template <QuantType kType>
-float DotBlocks32(const uint8_t* w, const int16_t* xq, const float* xd,
-                  const int32_t* xs, int64_t nb) {
+// kRows weight rows (row r at w + r * ws) of nb 32-value blocks . one
+// quantized x row, into out[r] (kRows > 1 shares x's loads between rows).
+template <QuantType kType, int kRows>
+HWY_INLINE void DotBlocks32(const uint8_t* w, int64_t ws, const int16_t* xq,
+                            const float* xd, const int32_t* xs, int64_t nb,
+                            float* out) {
   const DF df;
-  auto acc = hn::Zero(df);
-  float mins = 0.0f;  // Sum of m * x over blocks (types with a min).
+  hn::Vec<DF> acc[kRows];
+  float mins[kRows];  // Sum of m * x over blocks (types with a min).
+  for (int r = 0; r < kRows; ++r) {
+    acc[r] = hn::Zero(df);
+    mins[r] = 0.0f;
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const int16_t* x = xq + 32 * b;
-    hn::Vec<DI32> isum;
-    float scale = xd[b];
-    if constexpr (kType == QuantType::q8_0) {
-      const uint8_t* blk = w + 34 * b;
-      const DI16 d16;
-      const size_t n = hn::Lanes(d16);
-      auto s0 = hn::Zero(DI32()), s1 = hn::Zero(DI32());
-      const auto* qs = reinterpret_cast<const int8_t*>(blk + 2);
-      for (size_t j = 0; j < 32; j += n) {
-        s0 = MulAddPairs(hn::PromoteTo(d16, hn::LoadU(DI8(), qs + j)), x + j,
-                         s0, s1);
+    for (int r = 0; r < kRows; ++r) {
+      hn::Vec<DI32> isum;
+      float scale = xd[b];
+      const uint8_t* row = w + r * ws;
+      if constexpr (kType == QuantType::q8_0) {
+        const uint8_t* blk = row + 34 * b;
+        const DI16 d16;
+        const size_t n = hn::Lanes(d16);
+        auto s0 = hn::Zero(DI32()), s1 = hn::Zero(DI32());
+        const auto* qs = reinterpret_cast<const int8_t*>(blk + 2);
+        for (size_t j = 0; j < 32; j += n) {
+          s0 = MulAddPairs(hn::PromoteTo(d16, hn::LoadU(DI8(), qs + j)), x + j,
+                           s0, s1);
+        }
+        isum = hn::Add(s0, s1);
+        scale *= HalfAt(blk);
+      } else if constexpr (kType == QuantType::q4_0) {
+        const uint8_t* blk = row + 18 * b;
+        isum = DotNibbles<false>(blk + 2, 0, 8, x);
+        scale *= HalfAt(blk);
+      } else if constexpr (kType == QuantType::q4_1) {
+        const uint8_t* blk = row + 20 * b;
+        isum = DotNibbles<false>(blk + 4, 0, 0, x);
+        scale *= HalfAt(blk);
+        mins[r] += HalfAt(blk + 2) * xd[b] * float(xs[2 * b] + xs[2 * b + 1]);
+      } else if constexpr (kType == QuantType::q5_0) {
+        const uint8_t* blk = row + 22 * b;
+        uint32_t qh;
+        std::memcpy(&qh, blk + 2, 4);
+        isum = DotNibbles<true>(blk + 6, qh, 16, x);
+        scale *= HalfAt(blk);
+      } else {
+        static_assert(kType == QuantType::q5_1);
+        const uint8_t* blk = row + 24 * b;
+        uint32_t qh;
+        std::memcpy(&qh, blk + 4, 4);
+        isum = DotNibbles<true>(blk + 8, qh, 0, x);
+        scale *= HalfAt(blk);
+        mins[r] += HalfAt(blk + 2) * xd[b] * float(xs[2 * b] + xs[2 * b + 1]);
       }
-      isum = hn::Add(s0, s1);
-      scale *= HalfAt(blk);
-    } else if constexpr (kType == QuantType::q4_0) {
-      const uint8_t* blk = w + 18 * b;
-      isum = DotNibbles<false>(blk + 2, 0, 8, x);
-      scale *= HalfAt(blk);
-    } else if constexpr (kType == QuantType::q4_1) {
-      const uint8_t* blk = w + 20 * b;
-      isum = DotNibbles<false>(blk + 4, 0, 0, x);
-      scale *= HalfAt(blk);
-      mins += HalfAt(blk + 2) * xd[b] * float(xs[2 * b] + xs[2 * b + 1]);
-    } else if constexpr (kType == QuantType::q5_0) {
-      const uint8_t* blk = w + 22 * b;
-      uint32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      isum = DotNibbles<true>(blk + 6, qh, 16, x);
-      scale *= HalfAt(blk);
-    } else {
-      static_assert(kType == QuantType::q5_1);
-      const uint8_t* blk = w + 24 * b;
-      uint32_t qh;
-      std::memcpy(&qh, blk + 4, 4);
-      isum = DotNibbles<true>(blk + 8, qh, 0, x);
-      scale *= HalfAt(blk);
-      mins += HalfAt(blk + 2) * xd[b] * float(xs[2 * b] + xs[2 * b + 1]);
+      acc[r] = hn::MulAdd(hn::ConvertTo(df, isum), hn::Set(df, scale), acc[r]);
     }
-    acc = hn::MulAdd(hn::ConvertTo(df, isum), hn::Set(df, scale), acc);
   }
-  return SumLanes(acc) + mins;
+  for (int r = 0; r < kRows; ++r) out[r] = SumLanes(acc[r]) + mins[r];
 }
 
 // Float weights (S = float, float16 or bfloat16) . f32 x.
@@ -135,13 +144,18 @@ float DotFloat(const S* w, const float* x, int64_t k) {
   return sum;
 }
 
+// One weight row at a time: a single sequential stream through W, which
+// the hardware prefetcher follows best (pairs of rows in lockstep ran at
+// half the bandwidth from memory, bench/NOTES.md).
 template <QuantType kType>
 void DotRows32(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
                const QuantizedRows& x, float* y, int64_t ldy) {
   const int64_t nb = x.k / 32;
   DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
-    return DotBlocks32<kType>(w + j * ws, x.q + i * x.k, x.d + i * nb,
-                              x.sums + i * (x.k / 16), nb);
+    float out;
+    DotBlocks32<kType, 1>(w + j * ws, ws, x.q + i * x.k, x.d + i * nb,
+                          x.sums + i * (x.k / 16), nb, &out);
+    return out;
   });
 }
 
@@ -180,9 +194,10 @@ void FDotRows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
 }
 
 // Per block of `block` values: d = max |x| / 127, levels round(x / d), and
-// the sums of each 16 levels.
+// the sums of each 16 and each 32 levels (|sum of 32| <= 4064: int16).
 void QuantizeActivations(const float* x, int64_t k, int64_t block, int64_t r0,
-                         int64_t r1, int16_t* q, float* d, int32_t* sums) {
+                         int64_t r1, int16_t* q, float* d, int32_t* sums,
+                         int16_t* sums32) {
   const DF df;
   const hn::Rebind<int16_t, DF> dh16;
   const size_t n = hn::Lanes(df);
@@ -207,6 +222,10 @@ void QuantizeActivations(const float* x, int64_t k, int64_t block, int64_t r0,
         int32_t sum = 0;
         for (int i = 0; i < 16; ++i) sum += qb[16 * s + i];
         sums[r * (k / 16) + b * (block / 16) + s] = sum;
+      }
+      for (int64_t s = 0; s < block / 32; ++s) {
+        const int32_t* s16 = sums + r * (k / 16) + b * (block / 16) + 2 * s;
+        sums32[r * (k / 32) + b * (block / 32) + s] = int16_t(s16[0] + s16[1]);
       }
     }
   }
@@ -235,8 +254,10 @@ void fdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
 }
 
 void quantize_activations(const float* x, int64_t k, int64_t block, int64_t r0,
-                          int64_t r1, int16_t* q, float* d, int32_t* sums) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, k, block, r0, r1, q, d, sums);
+                          int64_t r1, int16_t* q, float* d, int32_t* sums,
+                          int16_t* sums32) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)
+  (x, k, block, r0, r1, q, d, sums, sums32);
 }
 
 }  // namespace nascent::cpu

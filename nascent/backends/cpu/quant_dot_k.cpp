@@ -27,8 +27,8 @@ using VI16 = hn::Vec<DI16>;
 using VI32 = hn::Vec<DI32>;
 using VU16 = hn::Vec<DU16>;
 
-HWY_INLINE VI16 Scaled(VU16 levels, int scale) {
-  return hn::Mul(hn::BitCast(DI16(), levels), hn::Set(DI16(), int16_t(scale)));
+HWY_INLINE VI16 Scaled(VU16 levels, int16_t scale) {
+  return hn::Mul(hn::BitCast(DI16(), levels), hn::Set(DI16(), scale));
 }
 
 // The 8 scales and mins of a q4_K / q5_K block, unpacked 4 at a time from
@@ -49,9 +49,26 @@ HWY_INLINE void ScaleMins(const uint8_t* packed, uint8_t* sc, uint8_t* m) {
 // One super-block; x points at its 256 levels, xs at its 16 sums.
 // Returns the int32 vector of sum(level * scale * x) and sets *mins to
 // sum(min * x sums) (0 for types without mins).
+// sum of m[i] * s[i] over 8 lanes (the mins of q4_K/q5_K times x's sums).
+HWY_INLINE int32_t Dot8(const uint8_t* m, const int16_t* s) {
+  const hn::CappedTag<int16_t, 8> d8;
+  const hn::Repartition<int32_t, decltype(d8)> d8w;
+  const hn::Rebind<uint8_t, decltype(d8)> du8;
+  auto sum0 = hn::Zero(d8w), sum1 = hn::Zero(d8w);
+  for (size_t i = 0; i < 8; i += hn::Lanes(d8)) {
+    const auto mv =
+        hn::BitCast(d8, hn::PromoteTo(hn::RebindToUnsigned<decltype(d8)>(),
+                                      hn::LoadU(du8, m + i)));
+    sum0 = hn::ReorderWidenMulAccumulate(d8w, mv, hn::LoadU(d8, s + i), sum0,
+                                         sum1);
+  }
+  return hn::GetLane(hn::SumOfLanes(d8w, hn::Add(sum0, sum1)));
+}
+
 template <QuantType kType>
 HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
-                           const int32_t* xs, int32_t* mins) {
+                           const int32_t* xs, const int16_t* xs32,
+                           int32_t* mins) {
   const DU16 du;
   const DI16 d16;
   const size_t n = hn::Lanes(d16);
@@ -59,9 +76,12 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
   const auto low2 = hn::Set(du, 3), low4 = hn::Set(du, 0xF);
   *mins = 0;
   if constexpr (kType == QuantType::q4_k || kType == QuantType::q5_k) {
-    uint8_t sc[8], m[8];
-    ScaleMins(blk + 4, sc, m);
-    for (int s = 0; s < 8; ++s) *mins += m[s] * (xs[2 * s] + xs[2 * s + 1]);
+    uint8_t sc8[8], m[8];
+    ScaleMins(blk + 4, sc8, m);
+    *mins = Dot8(m, xs32);
+    // As int16 in memory, so that each Set below is one broadcast load.
+    int16_t sc[8];
+    for (int s = 0; s < 8; ++s) sc[s] = sc8[s];
     const uint8_t* qs = blk + (kType == QuantType::q4_k ? 16 : 48);
     for (size_t j = 0; j < 32; j += n) {
       VU16 h = hn::Zero(du);
@@ -82,7 +102,8 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
       }
     }
   } else if constexpr (kType == QuantType::q6_k) {
-    const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    int16_t sc[16];
+    for (int s = 0; s < 16; ++s) sc[s] = int8_t(blk[192 + s]);
     const auto off = hn::Set(d16, 32);
     auto level = [&](VU16 v, int s) {
       return hn::Mul(hn::Sub(hn::BitCast(d16, v), off), hn::Set(d16, sc[s]));
@@ -110,8 +131,8 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
       }
     }
   } else if constexpr (kType == QuantType::q3_k) {
-    int sc[16];
-    for (int s = 0; s < 16; ++s) sc[s] = q3k_scale(blk + 96, s) - 32;
+    int16_t sc[16];
+    for (int s = 0; s < 16; ++s) sc[s] = int16_t(q3k_scale(blk + 96, s) - 32);
     const auto four = hn::Set(d16, 4);
     for (int h = 0; h < 2; ++h) {
       for (size_t j = 0; j < 32; j += n) {
@@ -123,7 +144,7 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
                                 hn::ShiftLeft<2>(hn::And(hm, hn::Set(du, 1))));
           const auto q = hn::Sub(hn::BitCast(d16, v), four);
           const int s = 8 * h + 2 * k + int(j / 16);
-          s0 = MulAddPairs(hn::Mul(q, hn::Set(d16, int16_t(sc[s]))),
+          s0 = MulAddPairs(hn::Mul(q, hn::Set(d16, sc[s])),
                            x + 128 * h + 32 * k + j, s0, s1);
           a = hn::ShiftRight<2>(a);
           hm = hn::ShiftRight<1>(hm);
@@ -138,7 +159,7 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
         VU16 a = LoadBytes(blk + 16 + 32 * h + j);
         for (int k = 0; k < 4; ++k) {
           const int s = 8 * h + 2 * k + int(j / 16);
-          s0 = MulAddPairs(Scaled(hn::And(a, low2), scales[s] & 0xF),
+          s0 = MulAddPairs(Scaled(hn::And(a, low2), int16_t(scales[s] & 0xF)),
                            x + 128 * h + 32 * k + j, s0, s1);
           a = hn::ShiftRight<2>(a);
         }
@@ -174,9 +195,12 @@ HWY_INLINE void SuperScales(const uint8_t* blk, float* d, float* dmin) {
   }
 }
 
-template <QuantType kType>
-float DotSuperBlocks(const uint8_t* w, const int16_t* xq, const float* xd,
-                     const int32_t* xs, int64_t nb) {
+// kRows weight rows (row r at w + r * ws) . one quantized x row, into
+// out[r] (kRows > 1 shares x's loads between rows).
+template <QuantType kType, int kRows>
+HWY_INLINE void DotSuperBlocks(const uint8_t* w, int64_t ws, const int16_t* xq,
+                               const float* xd, const int32_t* xs,
+                               const int16_t* xs32, int64_t nb, float* out) {
   const DF df;
   constexpr int64_t kBytes = kType == QuantType::q2_k   ? 84
                              : kType == QuantType::q3_k ? 110
@@ -184,27 +208,39 @@ float DotSuperBlocks(const uint8_t* w, const int16_t* xq, const float* xd,
                              : kType == QuantType::q5_k ? 176
                              : kType == QuantType::q6_k ? 210
                                                         : 292;
-  auto acc = hn::Zero(df);
-  float min_sum = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + kBytes * b;
-    int32_t mins;
-    const VI32 isum = SuperBlock<kType>(blk, xq + 256 * b, xs + 16 * b, &mins);
-    float d, dmin;
-    SuperScales<kType>(blk, &d, &dmin);
-    acc = hn::MulAdd(hn::ConvertTo(df, isum), hn::Set(df, d * xd[b]), acc);
-    min_sum += dmin * xd[b] * float(mins);
+  hn::Vec<DF> acc[kRows];
+  float min_sum[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    acc[r] = hn::Zero(df);
+    min_sum[r] = 0.0f;
   }
-  return SumLanes(acc) - min_sum;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const uint8_t* blk = w + r * ws + kBytes * b;
+      int32_t mins;
+      const VI32 isum = SuperBlock<kType>(blk, xq + 256 * b, xs + 16 * b,
+                                          xs32 + 8 * b, &mins);
+      float d, dmin;
+      SuperScales<kType>(blk, &d, &dmin);
+      acc[r] =
+          hn::MulAdd(hn::ConvertTo(df, isum), hn::Set(df, d * xd[b]), acc[r]);
+      min_sum[r] += dmin * xd[b] * float(mins);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) out[r] = SumLanes(acc[r]) - min_sum[r];
 }
 
+// One weight row at a time, a single stream through W (see quant_dot.cpp).
 template <QuantType kType>
 void DotRowsK(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
               const QuantizedRows& x, float* y, int64_t ldy) {
   const int64_t nb = x.k / 256;
   DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
-    return DotSuperBlocks<kType>(w + j * ws, x.q + i * x.k, x.d + i * nb,
-                                 x.sums + i * (x.k / 16), nb);
+    float out;
+    DotSuperBlocks<kType, 1>(w + j * ws, ws, x.q + i * x.k, x.d + i * nb,
+                             x.sums + i * (x.k / 16), x.sums32 + i * (x.k / 32),
+                             nb, &out);
+    return out;
   });
 }
 

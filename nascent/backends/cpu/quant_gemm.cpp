@@ -31,7 +31,9 @@ namespace nascent::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-constexpr int kMR = 6;  // x rows per tile: 12 int32 accumulators on AVX2.
+// x rows per tile: 10 int32 accumulators, 2 panel vectors, a broadcast and
+// a product fill 14 of AVX2's 16 registers (at 6 rows GCC spills).
+constexpr int kMR = 5;
 
 // One weight row's block decoded: SB int16 levels whose products with x's
 // levels, times `scale` (and x's scale), give the block's dot product, and
@@ -161,6 +163,26 @@ struct Panel {
   size_t capacity = 0;
 };
 
+// sum + the pairwise products of a and b: lane i gains a[2i] b[2i] +
+// a[2i+1] b[2i+1]. pmaddwd on x86 (and WASM's dot) makes exactly that;
+// NEON's widening multiply-add splits halves instead, so there the
+// products are rearranged first.
+HWY_INLINE hn::Vec<DI32> PairDot(hn::Vec<DI16> a, hn::Vec<DI16> b,
+                                 hn::Vec<DI32> sum) {
+  const DI32 d32;
+#if HWY_ARCH_X86 || HWY_ARCH_WASM
+  auto unused = hn::Zero(d32);
+  return hn::ReorderWidenMulAccumulate(d32, a, b, sum, unused);
+#else
+  auto odd = hn::Zero(d32);
+  const auto even =
+      hn::ReorderWidenMulAccumulate(d32, a, b, hn::Zero(d32), odd);
+  return hn::Add(sum, hn::RearrangeToOddPlusEven(even, odd));
+#endif
+}
+
+// c [kRows][2 lanes] = the tile's product. The int32 sums of a block live
+// in registers; the f32 totals stay in c, in L1, touched once per block.
 template <int kRows>
 HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
                            int64_t nblocks, int64_t block, const int16_t* x,
@@ -170,14 +192,13 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
   const DF df;
   const size_t nl = hn::Lanes(d32);
   using V32 = hn::Vec<DI32>;
-  using VF = hn::Vec<DF>;
-  VF acc[kRows][2];
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = hn::Zero(df);
+  for (int r = 0; r < kRows; ++r) {
+    hn::Store(hn::Zero(df), df, c + 2 * r * nl);
+    hn::Store(hn::Zero(df), df, c + (2 * r + 1) * nl);
+  }
   for (int64_t b = 0; b < nblocks; ++b) {
-    V32 s[kRows][2], t[kRows][2];
-    for (int r = 0; r < kRows; ++r) {
-      s[r][0] = s[r][1] = t[r][0] = t[r][1] = hn::Zero(d32);
-    }
+    V32 s0[kRows], s1[kRows];
+    for (int r = 0; r < kRows; ++r) s0[r] = s1[r] = hn::Zero(d32);
     const int32_t* p = pairs + b * (block / 2) * 2 * int64_t(nl);
     const int16_t* xb = x + b * block;
     for (int64_t q = 0; q < block / 2; ++q, p += 2 * nl) {
@@ -187,23 +208,23 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
         int32_t pair;
         std::memcpy(&pair, xb + r * k + 2 * q, 4);
         const auto a = hn::BitCast(d16, hn::Set(d32, pair));
-        s[r][0] = hn::ReorderWidenMulAccumulate(d32, a, w0, s[r][0], t[r][0]);
-        s[r][1] = hn::ReorderWidenMulAccumulate(d32, a, w1, s[r][1], t[r][1]);
+        s0[r] = PairDot(a, w0, s0[r]);
+        s1[r] = PairDot(a, w1, s1[r]);
       }
     }
-    const VF ws0 = hn::Load(df, wscale + b * 2 * nl);
-    const VF ws1 = hn::Load(df, wscale + b * 2 * nl + nl);
+    const auto ws0 = hn::Load(df, wscale + b * 2 * nl);
+    const auto ws1 = hn::Load(df, wscale + b * 2 * nl + nl);
     for (int r = 0; r < kRows; ++r) {
-      const VF xs = hn::Set(df, xd[r * (k / block) + b]);
-      acc[r][0] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s[r][0], t[r][0])),
-                             hn::Mul(ws0, xs), acc[r][0]);
-      acc[r][1] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s[r][1], t[r][1])),
-                             hn::Mul(ws1, xs), acc[r][1]);
+      const auto xs = hn::Set(df, xd[r * (k / block) + b]);
+      float* c0 = c + 2 * r * nl;
+      float* c1 = c0 + nl;
+      hn::Store(hn::MulAdd(hn::ConvertTo(df, s0[r]), hn::Mul(ws0, xs),
+                           hn::Load(df, c0)),
+                df, c0);
+      hn::Store(hn::MulAdd(hn::ConvertTo(df, s1[r]), hn::Mul(ws1, xs),
+                           hn::Load(df, c1)),
+                df, c1);
     }
-  }
-  for (int r = 0; r < kRows; ++r) {
-    hn::StoreU(acc[r][0], df, c + r * 2 * nl);
-    hn::StoreU(acc[r][1], df, c + r * 2 * nl + nl);
   }
 }
 
@@ -237,7 +258,7 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   float* scales = panel.scales.get();
   float* mins = panel.mins.get();
   Decoded dec;
-  std::vector<float> c(size_t(kMR * nr));
+  const auto c = hwy::AllocateAligned<float>(size_t(kMR * nr));
   for (int64_t p0 = j0; p0 < j1; p0 += nr) {
     // Decode and interleave: pair q of row r goes to pairs[q * nr + r].
     for (int64_t r = 0; r < nr; ++r) {
@@ -269,39 +290,44 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
       const int16_t* xq = x.q + m0 * k;
       const float* xd = x.d + m0 * nblocks;
       switch (rows) {
-        case 6:
-          TileKernel<6>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
-          break;
         case 5:
-          TileKernel<5>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          TileKernel<5>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
           break;
         case 4:
-          TileKernel<4>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          TileKernel<4>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
           break;
         case 3:
-          TileKernel<3>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          TileKernel<3>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
           break;
         case 2:
-          TileKernel<2>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          TileKernel<2>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
           break;
         default:
-          TileKernel<1>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.data());
+          TileKernel<1>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
           break;
       }
       for (int64_t r = 0; r < rows; ++r) {
-        float* cr = c.data() + r * nr;
+        float* cr = c.get() + r * nr;
         if constexpr (L::kGroup != 0) {
-          // Mins times x's sums over each group (value = level * d + min).
+          // Minus mins times x's sum over each group (value = level * d -
+          // min): a product of depth k / 32, as vectors across the panel.
+          const DF df;
+          const size_t nl = hn::Lanes(df);
           const int64_t i = m0 + r;
           const int32_t* sums = x.sums + i * (k / 16);
+          auto c0 = hn::Load(df, cr), c1 = hn::Load(df, cr + nl);
           for (int64_t g = 0; g < ngroups; ++g) {
             const int64_t first = g * L::kGroup;
             int32_t sum = sums[first / 16];
             if (L::kGroup == 32) sum += sums[first / 16 + 1];
-            const float xs = x.d[i * nblocks + first / L::kBlock] * float(sum);
+            const auto xs =
+                hn::Set(df, x.d[i * nblocks + first / L::kBlock] * float(sum));
             const float* mg = mins + g * nr;
-            for (int64_t j = 0; j < ncols; ++j) cr[j] -= mg[j] * xs;
+            c0 = hn::NegMulAdd(hn::Load(df, mg), xs, c0);
+            c1 = hn::NegMulAdd(hn::Load(df, mg + nl), xs, c1);
           }
+          hn::Store(c0, df, cr);
+          hn::Store(c1, df, cr + nl);
         }
         for (int64_t j = 0; j < ncols; ++j) y[(m0 + r) * ldy + p0 + j] = cr[j];
       }

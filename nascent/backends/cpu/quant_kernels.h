@@ -18,10 +18,11 @@ namespace nascent::cpu {
 // x rows quantized for the integer kernels.
 struct QuantizedRows {
   int64_t rows = 0, k = 0;
-  int64_t block = 0;              // Values per scale: 32 or 256.
-  const int16_t* q = nullptr;     // [rows, k] levels in [-127, 127].
-  const float* d = nullptr;       // [rows, k / block] scales.
-  const int32_t* sums = nullptr;  // [rows, k / 16] sums of 16 levels.
+  int64_t block = 0;                // Values per scale: 32 or 256.
+  const int16_t* q = nullptr;       // [rows, k] levels in [-127, 127].
+  const float* d = nullptr;         // [rows, k / block] scales.
+  const int32_t* sums = nullptr;    // [rows, k / 16] sums of 16 levels.
+  const int16_t* sums32 = nullptr;  // [rows, k / 32] sums of 32 levels.
 };
 
 // The activation block for weights of `type`; 0 for f32, f16 and bf16
@@ -31,7 +32,8 @@ int64_t activation_block(QuantType type);
 // Quantizes rows [r0, r1) of x [rows, k] (row stride k) in blocks of
 // `block` into the arrays of out (laid out as QuantizedRows says).
 void quantize_activations(const float* x, int64_t k, int64_t block, int64_t r0,
-                          int64_t r1, int16_t* q, float* d, int32_t* sums);
+                          int64_t r1, int16_t* q, float* d, int32_t* sums,
+                          int16_t* sums32);
 
 // y[i * ldy + j] = x_i . W_j for every row i of x and weight rows j in
 // [j0, j1), W_j = the row of blocks at w + j * ws bytes. Single-threaded.
