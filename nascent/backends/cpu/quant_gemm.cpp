@@ -63,7 +63,11 @@ HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
   int16_t* L = out.levels;
   if constexpr (kType == QuantType::q8_0) {
     out.scale = HalfAt(blk);
-    for (int j = 0; j < 32; ++j) L[j] = int8_t(blk[2 + j]);
+    const DI16 d16;
+    for (size_t j = 0; j < 32; j += hn::Lanes(d16)) {
+      const auto* qs = reinterpret_cast<const int8_t*>(blk + 2 + j);
+      hn::StoreU(hn::PromoteTo(d16, hn::LoadU(DI8(), qs)), d16, L + j);
+    }
   } else if constexpr (kType == QuantType::q4_0 || kType == QuantType::q4_1) {
     out.scale = HalfAt(blk);
     const bool min = kType == QuantType::q4_1;
@@ -83,31 +87,70 @@ HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
   } else {
     // The k-quants: decode in f32-free integer steps, scales folded in.
     if constexpr (kType == QuantType::q4_k || kType == QuantType::q5_k) {
+      // As quant_dot_k.cpp: widened bytes split into nibbles (plus q5_K's
+      // fifth bits from qh), times the sub-block scale.
       out.scale = HalfAt(blk);
       const float dmin = HalfAt(blk + 2);
       const uint8_t* qs = blk + (kType == QuantType::q4_k ? 16 : 48);
-      for (int s = 0; s < 8; ++s) {
-        uint8_t sc, m;
-        kquant_scale_min(blk + 4, s, &sc, &m);
-        out.mins[s] = dmin * float(m);
-        const uint8_t* q = qs + 32 * (s / 2);
-        const int shift = 4 * (s % 2);
-        for (int l = 0; l < 32; ++l) {
-          int v = (q[l] >> shift) & 0xF;
+      int16_t sc[8];
+      for (int sb = 0; sb < 8; ++sb) {
+        uint8_t scale, m;
+        kquant_scale_min(blk + 4, sb, &scale, &m);
+        sc[sb] = scale;
+        out.mins[sb] = dmin * float(m);
+      }
+      const DI16 d16;
+      const DU16 du;
+      const size_t n = hn::Lanes(d16);
+      for (size_t j = 0; j < 32; j += n) {
+        auto h = hn::Zero(du);
+        if constexpr (kType == QuantType::q5_k) h = LoadBytes(blk + 16 + j);
+        for (int p = 0; p < 4; ++p) {
+          const auto v = LoadBytes(qs + 32 * p + j);
+          auto lo = hn::And(v, hn::Set(du, 0xF));
+          auto hi = hn::ShiftRight<4>(v);
           if constexpr (kType == QuantType::q5_k) {
-            v |= ((blk[16 + l] >> s) & 1) << 4;
+            const auto bit4 = hn::Set(du, 16);
+            lo = hn::Or(lo, hn::And(hn::ShiftLeft<4>(h), bit4));
+            hi = hn::Or(hi, hn::And(hn::ShiftLeft<3>(h), bit4));
+            h = hn::ShiftRight<2>(h);
           }
-          L[32 * s + l] = int16_t(v * sc);
+          hn::StoreU(hn::Mul(hn::BitCast(d16, lo), hn::Set(d16, sc[2 * p])),
+                     d16, L + 64 * p + j);
+          hn::StoreU(hn::Mul(hn::BitCast(d16, hi), hn::Set(d16, sc[2 * p + 1])),
+                     d16, L + 64 * p + 32 + j);
         }
       }
     } else if constexpr (kType == QuantType::q6_k) {
       out.scale = HalfAt(blk + 208);
-      const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
-      for (int v = 0; v < 256; ++v) {
-        const int h = v / 128, k = v % 128 / 32, l = v % 32;
-        const int low = (blk[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
-        const int high = (blk[128 + 32 * h + l] >> (2 * k)) & 3;
-        L[v] = int16_t(((low | (high << 4)) - 32) * sc[8 * h + 2 * k + l / 16]);
+      int16_t sc[16];
+      for (int sb = 0; sb < 16; ++sb) sc[sb] = int8_t(blk[192 + sb]);
+      const DI16 d16;
+      const DU16 du;
+      const size_t n = hn::Lanes(d16);
+      const auto low4 = hn::Set(du, 0xF), low2 = hn::Set(du, 3);
+      const auto bits45 = hn::Set(du, 0x30);
+      auto store = [&](hn::Vec<DU16> v, int sb, int16_t* dst) {
+        const auto q = hn::Sub(hn::BitCast(d16, v), hn::Set(d16, 32));
+        hn::StoreU(hn::Mul(q, hn::Set(d16, sc[sb])), d16, dst);
+      };
+      for (int h = 0; h < 2; ++h) {
+        for (size_t j = 0; j < 32; j += n) {
+          const auto a = LoadBytes(blk + 64 * h + j);
+          const auto b = LoadBytes(blk + 64 * h + 32 + j);
+          const auto hv = LoadBytes(blk + 128 + 32 * h + j);
+          const int sb = 8 * h + int(j / 16);
+          int16_t* dst = L + 128 * h + j;
+          store(hn::Or(hn::And(a, low4), hn::ShiftLeft<4>(hn::And(hv, low2))),
+                sb, dst);
+          store(hn::Or(hn::And(b, low4), hn::And(hn::ShiftLeft<2>(hv), bits45)),
+                sb + 2, dst + 32);
+          store(hn::Or(hn::ShiftRight<4>(a), hn::And(hv, bits45)), sb + 4,
+                dst + 64);
+          store(hn::Or(hn::ShiftRight<4>(b),
+                       hn::And(hn::ShiftRight<2>(hv), bits45)),
+                sb + 6, dst + 96);
+        }
       }
     } else if constexpr (kType == QuantType::q3_k) {
       out.scale = HalfAt(blk + 108);
@@ -258,6 +301,17 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   float* scales = panel.scales.get();
   float* mins = panel.mins.get();
   Decoded dec;
+  // x's side of the mins: d_x times x's sum over each group, per row.
+  std::vector<float> xg(size_t(x.rows * ngroups));
+  for (int64_t i = 0; i < x.rows; ++i) {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      const int64_t first = g * L::kGroup;
+      const int32_t* sums = x.sums + i * (k / 16) + first / 16;
+      const int32_t sum = L::kGroup == 32 ? sums[0] + sums[1] : sums[0];
+      xg[size_t(i * ngroups + g)] =
+          x.d[i * nblocks + first / L::kBlock] * float(sum);
+    }
+  }
   const auto c = hwy::AllocateAligned<float>(size_t(kMR * nr));
   for (int64_t p0 = j0; p0 < j1; p0 += nr) {
     // Decode and interleave: pair q of row r goes to pairs[q * nr + r].
@@ -313,15 +367,10 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
           // min): a product of depth k / 32, as vectors across the panel.
           const DF df;
           const size_t nl = hn::Lanes(df);
-          const int64_t i = m0 + r;
-          const int32_t* sums = x.sums + i * (k / 16);
+          const float* xgr = xg.data() + (m0 + r) * ngroups;
           auto c0 = hn::Load(df, cr), c1 = hn::Load(df, cr + nl);
           for (int64_t g = 0; g < ngroups; ++g) {
-            const int64_t first = g * L::kGroup;
-            int32_t sum = sums[first / 16];
-            if (L::kGroup == 32) sum += sums[first / 16 + 1];
-            const auto xs =
-                hn::Set(df, x.d[i * nblocks + first / L::kBlock] * float(sum));
+            const auto xs = hn::Set(df, xgr[g]);
             const float* mg = mins + g * nr;
             c0 = hn::NegMulAdd(hn::Load(df, mg), xs, c0);
             c1 = hn::NegMulAdd(hn::Load(df, mg + nl), xs, c1);
