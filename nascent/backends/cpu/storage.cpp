@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -121,9 +122,19 @@ CpuData::CpuData(size_t nbytes, Backend* owner)
   owner_->account(int64_t(nbytes));
 }
 
+CpuData::CpuData(std::shared_ptr<const void> keep, const void* data,
+                 size_t nbytes, Backend* owner)
+    : BackendData(nbytes),
+      // Wrapped memory is only read (see Backend::wrap).
+      ptr_(const_cast<std::byte*>(static_cast<const std::byte*>(data))),
+      capacity_(0),
+      owner_(owner),
+      keep_(std::move(keep)) {}
+
 CpuData::~CpuData() {
-  owner_->account(-int64_t(nbytes()));
   if (persistent) owner_->persistent_ -= int64_t(nbytes());
+  if (wrapped()) return;
+  owner_->account(-int64_t(nbytes()));
   owner_->cache_.give(ptr_, capacity_);
 }
 
@@ -142,6 +153,15 @@ std::shared_ptr<BackendData> Backend::upload(const void* host, size_t nbytes) {
   auto data = std::make_shared<CpuData>(nbytes, this);
   if (nbytes > 0) std::memcpy(data->bytes(), host, nbytes);
   return data;
+}
+
+std::shared_ptr<BackendData> Backend::wrap(std::shared_ptr<const void> owner,
+                                           const void* data, size_t nbytes) {
+  if (owner == nullptr || (data == nullptr && nbytes > 0)) {
+    throw ValueError(fmt::format(
+        "cpu: wrap needs an owner and a data pointer for {} bytes", nbytes));
+  }
+  return std::make_shared<CpuData>(std::move(owner), data, nbytes, this);
 }
 
 HostBytes Backend::materialize(const Tensor& t) {
