@@ -220,6 +220,13 @@ Tensor tril(const Tensor& x, int64_t k = 0);
 Tensor triu(const Tensor& x, int64_t k = 0);
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 
+// --- In-place writes (ops/copy.cpp). Writes src into dst, which may be any
+// view (a slice of a larger tensor, a transposed parameter): src broadcasts
+// to dst's shape and converts to dst's dtype. dst must not overlap itself
+// (no broadcast axes). Optimizers update parameters with it.
+void assign(const Tensor& dst, const Tensor& src);
+void assign(const Tensor& dst, Scalar value);
+
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape,
                    Backend& backend) {
