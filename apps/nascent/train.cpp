@@ -184,7 +184,7 @@ NASCENT_COMMAND(
       sub.add_option("--data", args->data_dir,
                      "folder with Fashion-MNIST's IDX files")
           ->capture_default_str();
-      return [args, lr] {
+      return [=] {
         args->lr_given = lr->count() > 0;
         return train(*args);
       };

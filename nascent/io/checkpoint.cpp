@@ -89,7 +89,9 @@ Checkpoint read_checkpoint(const std::string& path, Backend& backend) {
 
 json load_checkpoint(const std::string& path, nn::Module& model,
                      optim::Optimizer* optimizer) {
+  // Copies: loading writes into the parameters' storage in place.
   std::map<std::string, Tensor> before = model.state_dict();
+  for (auto& [name, t] : before) t = t.clone();
   Backend& backend =
       before.empty() ? default_backend() : before.begin()->second.backend();
   Checkpoint c = read_checkpoint(path, backend);

@@ -43,7 +43,8 @@ std::shared_ptr<nn::Sequential> fashion_mnist_model(const std::string& kind,
   return m;
 }
 
-// --- Options -------------------------------------------------------------------
+// --- Options
+// -------------------------------------------------------------------
 
 json TrainOptions::to_json() const {
   return {{"model", model},
@@ -72,8 +73,8 @@ TrainOptions TrainOptions::from_json(const json& j) {
               : std::is_floating_point_v<T>  ? v.is_number()
                                              : v.is_number_integer();
     if (!ok) {
-      throw ValueError(fmt::format("training options: \"{}\" is {}", key,
-                                   v.dump()));
+      throw ValueError(
+          fmt::format("training options: \"{}\" is {}", key, v.dump()));
     }
     out = v.get<T>();
   };
@@ -91,7 +92,8 @@ TrainOptions TrainOptions::from_json(const json& j) {
   return o;
 }
 
-// --- Trainer -------------------------------------------------------------------
+// --- Trainer
+// -------------------------------------------------------------------
 
 ClassifierTrainer::ClassifierTrainer(const TrainOptions& options,
                                      Backend& inner, int64_t train_size)
@@ -126,7 +128,8 @@ ClassifierTrainer::ClassifierTrainer(const TrainOptions& options,
         "train: unknown optimizer \"{}\" (sgd, adam, adamw)", o.optimizer));
   }
   const int64_t per_epoch = (train_size + o.batch_size - 1) / o.batch_size;
-  const int64_t total = std::max<int64_t>(1, o.epochs * per_epoch - o.warmup_steps);
+  const int64_t total =
+      std::max<int64_t>(1, o.epochs * per_epoch - o.warmup_steps);
   std::shared_ptr<const optim::Schedule> base;
   if (o.schedule == "cosine") {
     base = std::make_shared<optim::CosineLR>(o.lr, total);
@@ -190,8 +193,7 @@ EvalResult ClassifierTrainer::evaluate(const data::ImageDataset& dataset,
   return r;
 }
 
-void ClassifierTrainer::save(const std::string& path,
-                             const json& extra) const {
+void ClassifierTrainer::save(const std::string& path, const json& extra) const {
   json training = extra.is_object() ? extra : json::object();
   training["options"] = options_.to_json();
   training["epoch"] = epoch;
@@ -219,19 +221,16 @@ TrainOptions ClassifierTrainer::checkpoint_options(const std::string& path) {
 void ClassifierTrainer::load(const std::string& path) {
   TrainOptions saved = checkpoint_options(path);
   if (saved.model != options_.model || saved.optimizer != options_.optimizer) {
-    throw ValueError(fmt::format(
-        "{}: trained a {} with {}, not a {} with {}", path, saved.model,
-        saved.optimizer, options_.model, options_.optimizer));
+    throw ValueError(fmt::format("{}: trained a {} with {}, not a {} with {}",
+                                 path, saved.model, saved.optimizer,
+                                 options_.model, options_.optimizer));
   }
   json training = io::load_checkpoint(path, *model_, optimizer_.get());
-  // Slots got new tensors: they are the leaves now.
-  for (Tensor* p : params_) autodiff::set_requires_grad(*p);
   auto count = [&](const char* key) {
     if (!training.contains(key) || !training[key].is_number_integer() ||
         training[key].get<int64_t>() < 0) {
-      throw FormatError(
-          fmt::format("{}: training state \"{}\" is missing or negative", path,
-                      key));
+      throw FormatError(fmt::format(
+          "{}: training state \"{}\" is missing or negative", path, key));
     }
     return training[key].get<int64_t>();
   };

@@ -68,7 +68,8 @@ std::string Linear::describe() const {
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  // The GEMM reads the transposed weight through its strides: no copy.
+  // The GEMM reads the transposed weight through its strides (no copy), and
+  // autodiff gives the weight's gradient the weight's layout.
   Tensor y = matmul(x, weight_->transpose(0, 1));
   return bias_ ? y + *bias_ : y;
 }

@@ -1,5 +1,7 @@
 #include "nascent/nn/module.h"
 
+#include "nascent/core/ops.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,17 +13,21 @@ Tensor persistent(Tensor t) {
 }
 
 void set_value(Tensor& slot, Tensor value) {
-  if (slot.defined()) {
-    if (value.shape() != slot.shape()) {
-      throw ShapeError(fmt::format("set_value: {} cannot replace {}",
-                                   value.to_string(), slot.to_string()));
-    }
-    if (value.dtype() != slot.dtype()) {
-      throw DTypeError(fmt::format("set_value: {} cannot replace {}",
-                                   value.to_string(), slot.to_string()));
-    }
+  if (!slot.defined()) {
+    slot = persistent(std::move(value));
+    return;
   }
-  slot = persistent(std::move(value));
+  if (value.shape() != slot.shape()) {
+    throw ShapeError(fmt::format("set_value: {} cannot replace {}",
+                                 value.to_string(), slot.to_string()));
+  }
+  if (value.dtype() != slot.dtype()) {
+    throw DTypeError(fmt::format("set_value: {} cannot replace {}",
+                                 value.to_string(), slot.to_string()));
+  }
+  // In place: the storage, and with it the persistent mark, autodiff's
+  // requires_grad and every other handle to the parameter, stays.
+  assign(slot, value);
 }
 
 void Module::check_new_name(const std::string& name) const {
@@ -153,10 +159,9 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state,
   for (const NamedTensor& s : slots) {
     auto it = state.find(s.name);
     if (it == state.end()) continue;
-    // A copy of our own: the caller's tensor may be a view or change later.
-    Tensor value =
-        it->second.to(s.tensor->backend()).cast(s.tensor->dtype()).clone();
-    set_value(*s.tensor, value);
+    // Copied into the slot's own storage (converted to its dtype).
+    set_value(*s.tensor,
+              it->second.to(s.tensor->backend()).cast(s.tensor->dtype()));
   }
   visit([](Module& m) { m.after_load(); });
 }

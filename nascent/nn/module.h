@@ -103,9 +103,12 @@ class Module {
 // returns it.
 Tensor persistent(Tensor t);
 
-// Gives a parameter, buffer or optimizer-state slot a new value of the same
-// shape and dtype (ShapeError / DTypeError otherwise). Whoever holds the
-// slot (module, optimizer) sees the new value, and it is persistent.
+// Gives a parameter, buffer or optimizer-state slot a new value: copied in
+// place (assign) into a defined slot, whose shape and dtype it must have
+// (ShapeError / DTypeError otherwise), so every handle to the storage sees
+// it and the storage keeps its persistent mark and requires_grad; an
+// undefined slot takes `value` itself and marks it persistent. Parameter
+// updates belong inside an autodiff::NoGradGuard.
 void set_value(Tensor& slot, Tensor value);
 
 }  // namespace nascent::nn

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "nascent/autodiff/autodiff.h"
+
 namespace nascent::nn {
 
 namespace {
@@ -72,7 +74,9 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
     }
     mean_c = mean(x, {0, 2, 3}, true);
     var_c = var(x, {0, 2, 3}, 0, true);
-    // Running estimates take the unbiased variance, as PyTorch.
+    // Running estimates take the unbiased variance, as PyTorch; their update
+    // is no part of the graph.
+    autodiff::NoGradGuard no_grad;
     const double m = momentum_;
     Tensor unbiased = var_c.reshape({channels_}) * (double(n) / double(n - 1));
     set_value(*running_mean_,

@@ -46,6 +46,7 @@ Optimizer::Optimizer(std::vector<nn::NamedTensor> params, double lr)
           fmt::format("optimizer: parameter \"{}\" is {}, not floating",
                       params_[i].name, params_[i].tensor->to_string()));
     }
+    nn::persistent(*params_[i].tensor);
     for (size_t j = 0; j < i; ++j) {
       if (params_[j].name == params_[i].name) {
         throw ValueError(fmt::format(
@@ -164,9 +165,12 @@ void SGD::update(size_t i, const Tensor& grad) {
     if (!buf.defined()) {
       // The first step takes the gradient as it is (no dampening), as
       // PyTorch does; a copy, so the caller's gradient is not aliased.
-      nn::set_value(buf, g.clone());
+      buf = nn::persistent(g.contiguous().clone());
     } else {
-      nn::set_value(buf, buf * o_.momentum + g * (1.0 - o_.dampening));
+      // The buffer is ours alone: it takes the new tensor instead of a copy
+      // into the old one.
+      Tensor scaled = o_.dampening != 0.0 ? g * (1.0 - o_.dampening) : g;
+      buf = nn::persistent(buf * o_.momentum + scaled);
     }
     g = o_.nesterov ? g + buf * o_.momentum : buf;
   }

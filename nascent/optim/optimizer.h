@@ -4,8 +4,9 @@
 // optimizer state are persistent there.
 //
 // An optimizer holds the slots of the parameters it was given (from
-// Module::named_parameters()), which must outlive it; their names key the
-// state in state_dict(), e.g. "exp_avg.fc1.weight".
+// Module::named_parameters()), which must outlive it, and marks them
+// persistent; their names key the state in state_dict(), e.g.
+// "exp_avg.fc1.weight". Updates are written into the parameters in place.
 #pragma once
 
 #include <cstdint>

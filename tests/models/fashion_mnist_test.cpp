@@ -53,7 +53,8 @@ void run(ClassifierTrainer& t, const data::DataLoader& loader, int64_t steps) {
   }
 }
 
-class Trainer : public ::testing::TestWithParam<std::pair<const char*, const char*>> {
+class Trainer
+    : public ::testing::TestWithParam<std::pair<const char*, const char*>> {
  protected:
   cpu::Backend cpu;
   TempDir dir;
@@ -110,25 +111,29 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::pair<const char*, const char*>{"mlp", "adam"},
                       std::pair<const char*, const char*>{"mlp", "sgd"},
                       std::pair<const char*, const char*>{"cnn", "adamw"}),
-    [](const auto& info) {
-      return std::string(info.param.first) + "_" + info.param.second;
+    [](const auto& param_info) {
+      return std::string(param_info.param.first) + "_" +
+             param_info.param.second;
     });
 
 TEST(TrainerLearns, LossFallsAndAccuracyRises) {
   cpu::Backend cpu;
-  data::ImageDataset train_set = learnable(512, 3), test_set = learnable(200, 4);
+  data::ImageDataset train_set = learnable(512, 3),
+                     test_set = learnable(200, 4);
   for (const char* model : {"mlp", "cnn"}) {
     TrainOptions o;
     o.model = model;
     o.batch_size = 32;
-    o.epochs = 1;
+    o.epochs = 2;
     o.seed = 1;
     ClassifierTrainer t(o, cpu, train_set.size());
     EvalResult before = t.evaluate(test_set, 64);
     data::DataLoader loader(train_set, t.loader_options(), t.backend());
     std::vector<float> losses;
-    for (const data::Batch& b : loader.epoch(0)) {
-      losses.push_back(t.step(b).item<float>());
+    for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+      for (const data::Batch& b : loader.epoch(epoch)) {
+        losses.push_back(t.step(b).item<float>());
+      }
     }
     EvalResult after = t.evaluate(test_set, 64);
     EXPECT_EQ(after.count, 200);
@@ -165,14 +170,18 @@ TEST(TrainerErrors, OptionsAndCheckpoints) {
   TrainOptions cnn = o;
   cnn.model = "cnn";
   ClassifierTrainer other(cnn, cpu, 10);
-  expect_error<ValueError>([&] { other.load(path); },
-                           {path, "trained a mlp with sgd, not a cnn with sgd"});
+  expect_error<ValueError>(
+      [&] { other.load(path); },
+      {path, "trained a mlp with sgd, not a cnn with sgd"});
   std::string plain = dir.file("plain.safetensors");
   io::save_safetensors(plain, {{"w", zeros({1}, cpu)}});
-  expect_error<FormatError>([&] { ClassifierTrainer::checkpoint_options(plain); },
-                            {plain, "not a checkpoint of `nascent train`"});
+  expect_error<FormatError>(
+      [&] { ClassifierTrainer::checkpoint_options(plain); },
+      {plain, "not a checkpoint of `nascent train`"});
   expect_error<ValueError>(
-      [&] { TrainOptions::from_json({{"model", "cnn"}}); },
+      [&] {
+        TrainOptions::from_json({{"model", "cnn"}});
+      },
       {"\"optimizer\" is missing"});
   nlohmann::json j = o.to_json();
   j["epochs"] = "three";

@@ -5,7 +5,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "nascent/core/backend.h"
 #include "nascent/core/tensor.h"
@@ -15,6 +19,8 @@ namespace nascent::cpu {
 class Backend;
 
 // Host memory, 64-byte aligned so SIMD loads of whole cache lines line up.
+// Blocks of 256 KiB and more come from, and go back to, the backend's cache
+// (see Backend).
 class CpuData final : public BackendData {
  public:
   CpuData(size_t nbytes, Backend* owner);
@@ -24,12 +30,16 @@ class CpuData final : public BackendData {
 
  private:
   std::byte* ptr_;
+  size_t block_;  // Bytes actually allocated (a size class for large ones).
   Backend* owner_;
 };
 
 class Backend final : public nascent::Backend {
  public:
-  Backend() = default;
+  Backend();
+  ~Backend() override;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   std::string name() const override { return "cpu"; }
 
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
@@ -37,8 +47,12 @@ class Backend final : public nascent::Backend {
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
-  void trim() override {}  // Host memory goes back to malloc at once.
+  // Gives every cached block back to the system.
+  void trim() override;
   MemoryStats memory_stats() const override;
+  // Most bytes of freed blocks the cache keeps (default 1 GiB, or
+  // NASCENT_CPU_CACHE_MB); blocks beyond it are freed at once.
+  void set_cache_limit(size_t bytes);
 
   void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
   void random(RandomOp op, const RandomParams& p, Tensor& out) override;
@@ -67,10 +81,23 @@ class Backend final : public nascent::Backend {
  private:
   friend class CpuData;
   void account(int64_t delta);
+  // A cached block of exactly `block` bytes, or null.
+  std::byte* take_cached(size_t block);
+  // Keeps the block for reuse, or frees it if the cache is full.
+  void give_back(std::byte* ptr, size_t block);
 
   std::atomic<int64_t> allocated_{0};
   std::atomic<int64_t> persistent_{0};
   std::atomic<int64_t> peak_{0};
+
+  // Large freed blocks by size class. A training step frees and allocates
+  // the same sizes every step; without the cache each large allocation is a
+  // fresh mmap whose pages fault in on first touch (measured: 15 of 80 ms of
+  // a Fashion-MNIST CNN step).
+  mutable std::mutex cache_mutex_;
+  std::map<size_t, std::vector<std::byte*>> cache_;
+  size_t cached_bytes_ = 0;
+  size_t cache_limit_;
 };
 
 // Element pointer of a CPU tensor (storage base + offset).
