@@ -1,4 +1,9 @@
 // matmul: d a = g b^T, d b = a^T g over the (broadcast) batch.
+//
+// As PyTorch's mm backward, a gradient comes out in its operand's memory
+// layout: for a transposed operand (x @ W^T, Linear's weight) d b is
+// computed as (g^T a)^T, so the weight's gradient is contiguous like the
+// weight, and the optimizer's passes over it are not strided ones.
 #include "nascent/autodiff/graph.h"
 
 namespace nascent::autodiff {
@@ -11,6 +16,14 @@ using detail::Saved;
 // True when b repeats one [K, N] matrix over the whole batch (x @ W with a
 // batched x): its gradient is then one GEMM over the folded batch instead
 // of a gradient per batch entry that the view would sum.
+// True when the matrices of t are stored column by column (a transpose of a
+// row-major matrix).
+bool column_major(const Tensor& t) {
+  const int nd = t.ndim();
+  return nd >= 2 && t.shape(-2) > 1 && t.shape(-1) > 1 &&
+         t.strides()[size_t(nd - 2)] == 1 && t.strides()[size_t(nd - 1)] != 1;
+}
+
 bool shared_over_batch(const Tensor& b) {
   if (b.ndim() <= 2) return false;
   for (int d = 0; d < b.ndim() - 2; ++d) {
@@ -22,17 +35,26 @@ bool shared_over_batch(const Tensor& b) {
 class MatmulNode final : public detail::Node {
  public:
   MatmulNode(std::vector<Edge> next, const Tensor& out, bool fold_b,
-             Shape b_shape)
+             Shape b_shape, bool a_column_major, bool b_column_major)
       : Node("matmul", std::move(next), out),
         fold_b_(fold_b),
-        b_shape_(std::move(b_shape)) {}
+        b_shape_(std::move(b_shape)),
+        a_column_major_(a_column_major),
+        b_column_major_(b_column_major) {}
 
   std::vector<Tensor> apply(const Tensor& g) override {
     std::vector<Tensor> out(2);
-    if (needs(0)) out[0] = matmul(g, b_.get(*this).transpose(-1, -2));
+    if (needs(0)) {
+      const Tensor b = b_.get(*this);
+      out[0] = a_column_major_
+                   ? matmul(b, g.transpose(-1, -2)).transpose(-1, -2)
+                   : matmul(g, b.transpose(-1, -2));
+    }
     if (needs(1)) {
       const Tensor a = a_.get(*this);
-      if (fold_b_) {
+      if (b_column_major_ && !fold_b_) {
+        out[1] = matmul(g.transpose(-1, -2), a).transpose(-1, -2);
+      } else if (fold_b_) {
         const int64_t k = a.shape(-1), n = g.shape(-1);
         out[1] =
             matmul(a.reshape({-1, k}).transpose(-1, -2), g.reshape({-1, n}))
@@ -54,6 +76,7 @@ class MatmulNode final : public detail::Node {
  private:
   bool fold_b_;
   Shape b_shape_;  // Of b's edge: [1, ..., 1, K, N] when folded.
+  bool a_column_major_, b_column_major_;
 };
 
 }  // namespace
@@ -70,7 +93,8 @@ void Backend::matmul(const Tensor& a, const Tensor& b, Tensor& out) {
   detail::Recording r = detail::record({&a, &b_edge}, out.dtype());
   std::shared_ptr<MatmulNode> node;
   if (r.active) {
-    node = std::make_shared<MatmulNode>(r.edges, out, fold_b, b_edge.shape());
+    node = std::make_shared<MatmulNode>(r.edges, out, fold_b, b_edge.shape(),
+                                        column_major(a), column_major(b));
     if (r.any(1)) node->a_ = Saved::input(a, r.edges[0]);
     if (r.any(0)) {
       node->b_ = Saved::input(b, fold_b ? detail::edge_of(b) : r.edges[1]);
