@@ -339,7 +339,8 @@ void save_safetensors(const std::string& path,
   // writer does; readers may then map tensors in place).
   text.append((8 - text.size() % 8) % 8, ' ');
   unsigned char len_bytes[8];
-  for (int i = 0; i < 8; ++i) len_bytes[i] = uint8_t(text.size() >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len_bytes[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
 
   AtomicFileWriter file(path);
   file.write(std::as_bytes(std::span(len_bytes)));
