@@ -226,10 +226,13 @@ HWY_INLINE hn::Vec<DI32> PairDot(hn::Vec<DI16> a, hn::Vec<DI16> b,
 
 // c [kRows][2 lanes] = the tile's product. The int32 sums of a block live
 // in registers; the f32 totals stay in c, in L1, touched once per block.
-template <int kRows>
+// The k pairs go 16 at a time, unrolled: a 32-value block's loop would
+// otherwise mispredict its exit once per block and tile.
+template <int kRows, int64_t kBlock>
 HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
-                           int64_t nblocks, int64_t block, const int16_t* x,
-                           int64_t k, const float* xd, float* c) {
+                           int64_t nblocks, const int16_t* x, int64_t k,
+                           const float* xd, float* c) {
+  constexpr int64_t block = kBlock;
   const DI32 d32;
   const DI16 d16;
   const DF df;
@@ -244,15 +247,19 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
     for (int r = 0; r < kRows; ++r) s0[r] = s1[r] = hn::Zero(d32);
     const int32_t* p = pairs + b * (block / 2) * 2 * int64_t(nl);
     const int16_t* xb = x + b * block;
-    for (int64_t q = 0; q < block / 2; ++q, p += 2 * nl) {
-      const auto w0 = hn::BitCast(d16, hn::Load(d32, p));
-      const auto w1 = hn::BitCast(d16, hn::Load(d32, p + nl));
-      for (int r = 0; r < kRows; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, xb + r * k + 2 * q, 4);
-        const auto a = hn::BitCast(d16, hn::Set(d32, pair));
-        s0[r] = PairDot(a, w0, s0[r]);
-        s1[r] = PairDot(a, w1, s1[r]);
+    for (int64_t q0 = 0; q0 < block / 2; q0 += 16) {
+#pragma GCC unroll 16
+      for (int64_t q = q0; q < q0 + 16; ++q) {
+        const int32_t* pq = p + q * 2 * int64_t(nl);
+        const auto w0 = hn::BitCast(d16, hn::Load(d32, pq));
+        const auto w1 = hn::BitCast(d16, hn::Load(d32, pq + nl));
+        for (int r = 0; r < kRows; ++r) {
+          int32_t pair;
+          std::memcpy(&pair, xb + r * k + 2 * q, 4);
+          const auto a = hn::BitCast(d16, hn::Set(d32, pair));
+          s0[r] = PairDot(a, w0, s0[r]);
+          s1[r] = PairDot(a, w1, s1[r]);
+        }
       }
     }
     const auto ws0 = hn::Load(df, wscale + b * 2 * nl);
@@ -345,19 +352,19 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
       const float* xd = x.d + m0 * nblocks;
       switch (rows) {
         case 5:
-          TileKernel<5>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
+          TileKernel<5, L::kBlock>(pairs, scales, nblocks, xq, k, xd, c.get());
           break;
         case 4:
-          TileKernel<4>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
+          TileKernel<4, L::kBlock>(pairs, scales, nblocks, xq, k, xd, c.get());
           break;
         case 3:
-          TileKernel<3>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
+          TileKernel<3, L::kBlock>(pairs, scales, nblocks, xq, k, xd, c.get());
           break;
         case 2:
-          TileKernel<2>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
+          TileKernel<2, L::kBlock>(pairs, scales, nblocks, xq, k, xd, c.get());
           break;
         default:
-          TileKernel<1>(pairs, scales, nblocks, L::kBlock, xq, k, xd, c.get());
+          TileKernel<1, L::kBlock>(pairs, scales, nblocks, xq, k, xd, c.get());
           break;
       }
       for (int64_t r = 0; r < rows; ++r) {
