@@ -8,7 +8,10 @@ packages=(
   # Build.
   build-essential cmake ninja-build g++ clang-format ccache
   # Libraries (headers; fmt and Highway are also used header-only in wasm).
-  libfmt-dev libhwy-dev nlohmann-json3-dev libcli11-dev
+  libfmt-dev libhwy-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  # The main job's data: Fashion-MNIST's IDX files in
+  # /usr/share/datasets/fashion-mnist.
+  dataset-fashion-mnist
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
   # WebAssembly build and running its tests (emscripten 3.1.6, node).

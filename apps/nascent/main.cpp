@@ -19,7 +19,7 @@ std::vector<Command>& commands() {
 
 namespace {
 
-constexpr const char* kDefaultCommand = "demo";
+constexpr const char* kDefaultCommand = "train";
 
 }  // namespace
 

@@ -194,4 +194,40 @@ void AtomicFileWriter::commit() {
   }
 }
 
+InputFile::InputFile(const std::string& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw IoError(system_error("cannot open", path));
+  struct stat st;
+  if (::fstat(::fileno(file_), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(file_);
+    file_ = nullptr;
+    throw IoError(fmt::format("{}: not a regular file", path));
+  }
+  size_ = uint64_t(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (file_) std::fclose(file_);
+}
+
+void InputFile::read_at(uint64_t offset, void* out, size_t n,
+                        const char* what) {
+  if (offset > size_ || n > size_ - offset) {
+    throw FormatError(fmt::format(
+        "{}: truncated: {} needs bytes [{}, {}) but the file has {}", path_,
+        what, offset, offset + n, size_));
+  }
+  if (n == 0) return;
+  if (::fseeko(file_, off_t(offset), SEEK_SET) != 0 ||
+      std::fread(out, 1, n, file_) != n) {
+    throw IoError(system_error(fmt::format("read error in {}", what), path_));
+  }
+}
+
+std::vector<std::byte> InputFile::read_all() {
+  std::vector<std::byte> bytes(static_cast<size_t>(size_));
+  read_at(0, bytes.data(), bytes.size(), "the contents");
+  return bytes;
+}
+
 }  // namespace nascent::io

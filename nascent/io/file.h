@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,6 +55,28 @@ class MappedFile {
   bool mapped_ = false;
   std::vector<std::byte> owned_;
   std::byte* aligned_ = nullptr;  // Read fallback: 64-byte aligned buffer.
+};
+
+// A file read in pieces (safetensors): size() is known up front so that
+// readers can check every length a header claims against it before
+// allocating.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);  // IoError if missing.
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  // Reads n bytes at `offset`; FormatError naming the file and `what` if the
+  // file ends before.
+  void read_at(uint64_t offset, void* out, size_t n, const char* what);
+  std::vector<std::byte> read_all();
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  uint64_t size_ = 0;
 };
 
 // Writes `path` so that readers see either the old file or the complete new

@@ -1,10 +1,12 @@
 // The CPU backend: host memory, multithreaded kernels with SIMD chosen at run
 // time (Google Highway). One file per op family: unary.cpp, binary.cpp,
 // reduce.cpp, matmul.cpp, conv.cpp, pool.cpp, softmax.cpp, norm.cpp,
-// index.cpp, copy.cpp, creation.cpp, random.cpp.
+// index.cpp, copy.cpp, creation.cpp, random.cpp, quant.cpp.
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "nascent/core/backend.h"
@@ -14,17 +16,43 @@ namespace nascent::cpu {
 
 class Backend;
 
-// Host memory, 64-byte aligned so SIMD loads of whole cache lines line up.
+// Host memory, 64-byte aligned so SIMD loads of whole cache lines line up;
+// or memory owned elsewhere (Backend::wrap), which `keep` holds alive.
 class CpuData final : public BackendData {
  public:
   CpuData(size_t nbytes, Backend* owner);
+  CpuData(std::shared_ptr<const void> keep, const void* data, size_t nbytes,
+          Backend* owner);
   ~CpuData() override;
   std::byte* bytes() const { return ptr_; }
+  bool wrapped() const { return keep_ != nullptr; }
   bool persistent = false;
 
  private:
   std::byte* ptr_;
+  size_t capacity_;  // Bytes actually allocated (a size class, see storage).
   Backend* owner_;
+  std::shared_ptr<const void> keep_;
+};
+
+// Freed large blocks kept for reuse (storage.cpp explains why).
+class HostCache {
+ public:
+  HostCache();
+  ~HostCache();
+  HostCache(const HostCache&) = delete;
+  HostCache& operator=(const HostCache&) = delete;
+  // A block of at least nbytes; `capacity` receives its real size.
+  std::byte* take(size_t nbytes, size_t& capacity);
+  void give(std::byte* ptr, size_t capacity);
+  void trim();
+  size_t cached_bytes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::multimap<size_t, std::byte*> free_;
+  size_t cached_ = 0;
+  size_t limit_;
 };
 
 class Backend final : public nascent::Backend {
@@ -34,10 +62,21 @@ class Backend final : public nascent::Backend {
 
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
   std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
+  // Storage over host memory that lives elsewhere, without a copy: a GGUF
+  // file mapped into memory, a buffer of the caller's. `owner` (non-null)
+  // keeps it alive while any tensor uses it. The bytes are read, never
+  // written, as long as the tensors are only op inputs (views of them are
+  // fine; writing into them is the caller's business, and a read-only
+  // mapping would fault). They need no alignment and do not count in
+  // memory_stats(). Wrap with Tensor::make, e.g. a GGUF q4_K weight:
+  //   Tensor::make({n, bytes}, {bytes, 1}, 0, DType::u8, cpu,
+  //                cpu.wrap(mapping, ptr, n * bytes))
+  std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
+                                    const void* data, size_t nbytes);
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
-  void trim() override {}  // Host memory goes back to malloc at once.
+  void trim() override;  // Frees the cached blocks.
   MemoryStats memory_stats() const override;
 
   void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
@@ -63,10 +102,13 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
+             Tensor& out) override;
 
  private:
   friend class CpuData;
   void account(int64_t delta);
+  HostCache cache_;
 
   std::atomic<int64_t> allocated_{0};
   std::atomic<int64_t> persistent_{0};
