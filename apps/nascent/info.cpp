@@ -86,7 +86,7 @@ int info(const std::string& path, int max_items) {
     total_bytes += t.size;
     total_params += t.numel();
     name_width = std::max(name_width, t.name.size());
-    auto& [count, bytes] = by_type[std::string(gguf::name(t.type))];
+    auto& [count, bytes] = by_type[std::string(name(t.type))];
     ++count;
     bytes += t.size;
   }
@@ -98,7 +98,7 @@ int info(const std::string& path, int max_items) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
     fmt::print("  {:>5}  {:<{}}  {:<7} {:<24} {:>12} {:>14}\n", i, t.name,
-               name_width, gguf::name(t.type), to_string(t.shape), t.size,
+               name_width, name(t.type), to_string(t.shape), t.size,
                r.data_offset() + t.offset);
   }
   fmt::print("\nby type:\n");

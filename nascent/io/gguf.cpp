@@ -324,13 +324,8 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
-uint64_t tensor_bytes(TensorType type, const std::vector<int64_t>& shape,
+uint64_t tensor_bytes(QuantType type, const std::vector<int64_t>& shape,
                       std::string_view what) {
-  const TensorTypeTraits* t = find_tensor_type(uint32_t(type));
-  if (!t) {
-    throw ValueError(
-        fmt::format("{}: unknown tensor type id {}", what, uint32_t(type)));
-  }
   if (shape.size() > size_t(kMaxDims)) {
     throw ValueError(fmt::format("{}: {} dimensions, at most {} allowed", what,
                                  shape.size(), kMaxDims));
@@ -347,17 +342,19 @@ uint64_t tensor_bytes(TensorType type, const std::vector<int64_t>& shape,
     }
     n *= uint64_t(d);
   }
+  const uint64_t block = uint64_t(block_size(type));
+  const uint64_t bytes = uint64_t(block_bytes(type));
   int64_t last = shape.empty() ? 1 : shape.back();
-  if (uint64_t(last) % t->block_size != 0) {
+  if (uint64_t(last) % block != 0) {
     throw ValueError(fmt::format(
         "{}: last dimension {} is not a multiple of {}'s block size {}", what,
-        last, t->name, t->block_size));
+        last, name(type), block));
   }
-  uint64_t blocks = n / t->block_size;
-  if (blocks > kMax / t->type_size) {
+  uint64_t blocks = n / block;
+  if (blocks > kMax / bytes) {
     throw ValueError(fmt::format("{}: byte size overflows int64", what));
   }
-  return blocks * t->type_size;
+  return blocks * bytes;
 }
 
 }  // namespace nascent::gguf

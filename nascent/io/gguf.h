@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "nascent/core/error.h"
-#include "nascent/io/gguf_types.h"
+#include "nascent/core/quant.h"
 
 namespace nascent::gguf {
 
@@ -235,11 +235,13 @@ const std::vector<T>& Metadata::get_array(std::string_view key) const {
 // One tensor of a file. `shape` is row-major like every nascent Tensor
 // (shape.back() varies fastest); the file stores the dimensions the other
 // way round (ggml's ne[0] is shape.back()). Blocks of quantized types run
-// along the last axis.
+// along the last axis. A file's tensors have the types nascent computes with
+// (QuantType: f32, f16, bf16 and ggml's block types); the reader rejects
+// others (i-quants, integer tensors) by their ggml id.
 struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;
-  TensorType type = TensorType::f32;
+  QuantType type = QuantType::f32;
   uint64_t offset = 0;  // From the start of the data section.
   uint64_t size = 0;    // Bytes.
 
@@ -250,7 +252,7 @@ struct TensorInfo {
 // Bytes of a tensor of this type and shape; ValueError (naming `what`) for a
 // shape that is not positive, whose last axis is not whole blocks, or whose
 // size overflows.
-uint64_t tensor_bytes(TensorType type, const std::vector<int64_t>& shape,
+uint64_t tensor_bytes(QuantType type, const std::vector<int64_t>& shape,
                       std::string_view what);
 
 }  // namespace nascent::gguf

@@ -315,10 +315,13 @@ void Reader::parse() {
     }
     size_t type_at = c.pos();
     uint32_t type = c.u32(what);
-    if (!find_tensor_type(type)) {
-      c.fail(type_at, fmt::format("{} has unknown type id {}", what, type));
+    std::optional<QuantType> qt = quant_type_from_ggml(type);
+    if (!qt) {
+      c.fail(type_at, fmt::format("{} has ggml type id {}, which nascent "
+                                  "does not support",
+                                  what, type));
     }
-    t.type = TensorType(type);
+    t.type = *qt;
     try {
       t.size = tensor_bytes(t.type, t.shape, what);
     } catch (const ValueError& e) {

@@ -126,7 +126,7 @@ void check_metadata(const Metadata& metadata) {
 
 }  // namespace
 
-void Writer::add(std::string name, std::vector<int64_t> shape, TensorType type,
+void Writer::add(std::string name, std::vector<int64_t> shape, QuantType type,
                  Producer produce, const uint64_t* expected_size) {
   std::string what = fmt::format("gguf writer: tensor '{}'", name);
   if (name.size() > kMaxTensorName) {
@@ -144,7 +144,7 @@ void Writer::add(std::string name, std::vector<int64_t> shape, TensorType type,
   info.size = tensor_bytes(type, shape, what);
   if (expected_size && *expected_size != info.size) {
     throw ValueError(fmt::format("{}: {} bytes given, {} of shape {} needs {}",
-                                 what, *expected_size, gguf::name(type),
+                                 what, *expected_size, nascent::name(type),
                                  nascent::to_string(shape), info.size));
   }
   info.name = std::move(name);
@@ -154,7 +154,7 @@ void Writer::add(std::string name, std::vector<int64_t> shape, TensorType type,
 }
 
 void Writer::add_tensor(std::string name, std::vector<int64_t> shape,
-                        TensorType type, std::vector<std::byte> bytes) {
+                        QuantType type, std::vector<std::byte> bytes) {
   uint64_t size = bytes.size();
   auto owned = std::make_shared<std::vector<std::byte>>(std::move(bytes));
   add(
@@ -166,7 +166,7 @@ void Writer::add_tensor(std::string name, std::vector<int64_t> shape,
 }
 
 void Writer::add_tensor(std::string name, std::vector<int64_t> shape,
-                        TensorType type, Producer produce) {
+                        QuantType type, Producer produce) {
   if (!produce) {
     throw ValueError(
         fmt::format("gguf writer: tensor '{}': no producer", name));
@@ -226,7 +226,7 @@ void Writer::write(const std::string& path) const {
     enc.string(t.name);
     enc.u32(uint32_t(t.shape.size()));
     for (size_t d = t.shape.size(); d-- > 0;) enc.u64(uint64_t(t.shape[d]));
-    enc.u32(uint32_t(t.type));
+    enc.u32(info(t.type).ggml_type);
     enc.u64(t.offset);
   }
   std::vector<std::byte>& header = enc.bytes();

@@ -30,10 +30,10 @@ class Writer {
   // Adds a tensor whose bytes the writer owns. `shape` is row-major (see
   // TensorInfo). ValueError for a duplicate or over-long name, a bad shape
   // or a byte count that does not match the type and shape.
-  void add_tensor(std::string name, std::vector<int64_t> shape, TensorType type,
+  void add_tensor(std::string name, std::vector<int64_t> shape, QuantType type,
                   std::vector<std::byte> bytes);
   // Adds a tensor whose bytes `produce` writes at write() time.
-  void add_tensor(std::string name, std::vector<int64_t> shape, TensorType type,
+  void add_tensor(std::string name, std::vector<int64_t> shape, QuantType type,
                   Producer produce);
 
   // The infos as they will be written (offsets included).
@@ -49,7 +49,7 @@ class Writer {
     TensorInfo info;
     Producer produce;
   };
-  void add(std::string name, std::vector<int64_t> shape, TensorType type,
+  void add(std::string name, std::vector<int64_t> shape, QuantType type,
            Producer produce, const uint64_t* expected_size);
 
   Metadata metadata_;

@@ -17,7 +17,7 @@
 namespace nascent::test {
 namespace {
 
-using gguf::TensorType;
+using TensorType = QuantType;
 using gguf::Value;
 
 // A small file touching every part of the format.

@@ -134,17 +134,22 @@ TEST(GgufMalformed, TensorDims) {
                       "dimension 0 is 9223372036854775808");
   expect_format_error(one_tensor({uint64_t(1) << 62, 4}, 0, 0), 33,
                       "element count overflows int64");
-  // F64: 2^62 elements fit in int64, their 2^65 bytes do not.
-  expect_format_error(one_tensor({uint64_t(1) << 61, 2}, 28, 0), 33,
+  // F32: 2^62 elements fit in int64, their 2^64 bytes do not.
+  expect_format_error(one_tensor({uint64_t(1) << 61, 2}, 0, 0), 33,
                       "byte size overflows int64");
 }
 
 TEST(GgufMalformed, TensorTypes) {
+  // 4 was removed from ggml, 23 is IQ4_XS, 24 I8, 40 does not exist yet.
   expect_format_error(one_tensor({32}, 4, 0), 45,
-                      "tensor 'w' has unknown type id 4");
-  expect_format_error(one_tensor({32}, 40, 0), 45, "unknown type id 40");
+                      "tensor 'w' has ggml type id 4, which nascent does not "
+                      "support");
+  for (uint32_t id : {23u, 24u, 40u}) {
+    expect_format_error(one_tensor({256}, id, 0), 45,
+                        "ggml type id " + std::to_string(id) + ", which");
+  }
   expect_format_error(one_tensor({16, 2}, 2, 0), 33,
-                      "last dimension 16 is not a multiple of Q4_0's block "
+                      "last dimension 16 is not a multiple of q4_0's block "
                       "size 32");
 }
 
@@ -201,7 +206,7 @@ TEST(GgufMalformed, MissingTensorNamesTheFile) {
     EXPECT_STREQ(e.what(), "m.gguf: no tensor named 'token_embd.weight'");
   }
   // An info from another file cannot read past this one.
-  gguf::TensorInfo foreign{"x", {16}, gguf::TensorType::f32, 0, 64};
+  gguf::TensorInfo foreign{"x", {16}, QuantType::f32, 0, 64};
   EXPECT_THROW(r.tensor_data(foreign), ValueError);
 }
 

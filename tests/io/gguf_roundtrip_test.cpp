@@ -18,7 +18,7 @@
 namespace nascent::test {
 namespace {
 
-using gguf::TensorType;
+using TensorType = QuantType;
 using gguf::Value;
 
 std::string temp_path(const std::string& name) {
@@ -94,7 +94,7 @@ const std::vector<TensorCase>& tensor_cases() {
       {"q4k", {1, 256}, TensorType::q4_k},
       {"q6k", {256}, TensorType::q6_k},
       {"scalar", {}, TensorType::bf16},
-      {"four_d", {1, 2, 1, 3}, TensorType::i8},
+      {"four_d", {1, 2, 1, 32}, TensorType::q8_0},
       {"q8", {3, 32}, TensorType::q8_0},
   };
   return cases;
@@ -236,13 +236,13 @@ TEST(GgufWriter, RejectsBadTensors) {
       [&] {
         w.add_tensor("b", {4}, TensorType::f32, std::vector<std::byte>(15));
       },
-      "tensor 'b': 15 bytes given, F32 of shape [4] needs 16");
+      "tensor 'b': 15 bytes given, f32 of shape [4] needs 16");
   expect_error(
       [&] {
         w.add_tensor("c", {2, 16}, TensorType::q4_0,
                      std::vector<std::byte>(18));
       },
-      "last dimension 16 is not a multiple of Q4_0's block size 32");
+      "last dimension 16 is not a multiple of q4_0's block size 32");
   expect_error(
       [&] {
         w.add_tensor("d", {3, 0}, TensorType::f32, std::vector<std::byte>());
