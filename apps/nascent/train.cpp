@@ -26,6 +26,7 @@ double seconds_since(Clock::time_point t) {
 struct Args {
   nascent::models::TrainOptions options;
   bool lr_given = false;
+  bool epochs_given = false;
   int threads = 0;
   std::string data_dir = nascent::data::default_fashion_mnist_dir();
   std::string output;
@@ -36,7 +37,9 @@ struct Args {
 class Progress {
  public:
   Progress(int64_t epoch, int64_t epochs, int64_t total)
-      : epoch_(epoch), epochs_(epochs), total_(total),
+      : epoch_(epoch),
+        epochs_(epochs),
+        total_(total),
         tty_(isatty(fileno(stderr)) != 0) {}
 
   void update(int64_t done, double loss, double images_per_s) {
@@ -72,7 +75,7 @@ int train(Args args) {
     // The run continues with the options it started with.
     models::TrainOptions saved =
         models::ClassifierTrainer::checkpoint_options(args.resume);
-    saved.epochs = std::max(saved.epochs, o.epochs);
+    if (args.epochs_given) saved.epochs = std::max(saved.epochs, o.epochs);
     o = saved;
   }
   if (args.output.empty()) {
@@ -89,17 +92,17 @@ int train(Args args) {
   if (!args.resume.empty()) trainer.load(args.resume);
   data::DataLoader loader(train_set, trainer.loader_options(),
                           trainer.backend());
-  fmt::print("nascent train: {} ({} parameters), {}, lr {}, batch {}, {} "
-             "epochs, seed {}, {} CPU threads\n",
-             o.model, trainer.model().num_parameters(), o.optimizer, o.lr,
-             o.batch_size, o.epochs, o.seed, cpu::num_threads());
+  fmt::print(
+      "nascent train: {} ({} parameters), {}, lr {}, batch {}, {} "
+      "epochs, seed {}, {} CPU threads\n",
+      o.model, trainer.model().num_parameters(), o.optimizer, o.lr,
+      o.batch_size, o.epochs, o.seed, cpu::num_threads());
   fmt::print("data: {} training and {} test images from {} ({:.1f} s)\n",
              train_set.size(), test_set.size(), args.data_dir,
              seconds_since(start));
   if (!args.resume.empty()) {
-    fmt::print("resumed from {} at epoch {}, batch {} (step {})\n",
-               args.resume, trainer.epoch + 1, trainer.next_batch,
-               trainer.steps());
+    fmt::print("resumed from {} at epoch {}, batch {} (step {})\n", args.resume,
+               trainer.epoch + 1, trainer.next_batch, trainer.steps());
   }
 
   models::EvalResult test;
@@ -129,43 +132,46 @@ int train(Args args) {
     trainer.save(args.output);
     const auto eval_start = Clock::now();
     test = trainer.evaluate(test_set);
-    fmt::print("epoch {}/{}: loss {:.4f}, {:.0f} images/s ({:.1f} s); test "
-               "loss {:.4f}, accuracy {:.2f}% ({:.1f} s)\n",
-               trainer.epoch, o.epochs,
-               loss_count > 0 ? loss_sum / double(loss_count) : 0.0,
-               double(images) / epoch_seconds, epoch_seconds, test.loss,
-               100.0 * test.accuracy, seconds_since(eval_start));
+    fmt::print(
+        "epoch {}/{}: loss {:.4f}, {:.0f} images/s ({:.1f} s); test "
+        "loss {:.4f}, accuracy {:.2f}% ({:.1f} s)\n",
+        trainer.epoch, o.epochs,
+        loss_count > 0 ? loss_sum / double(loss_count) : 0.0,
+        double(images) / epoch_seconds, epoch_seconds, test.loss,
+        100.0 * test.accuracy, seconds_since(eval_start));
     std::fflush(stdout);
   }
   if (test.count == 0) test = trainer.evaluate(test_set);  // Nothing left.
-  fmt::print("done in {:.1f} s ({:.1f} s training): test accuracy {:.2f}%; "
-             "checkpoint {}\n",
-             seconds_since(start), train_seconds, 100.0 * test.accuracy,
-             args.output);
+  fmt::print(
+      "done in {:.1f} s ({:.1f} s training): test accuracy {:.2f}%; "
+      "checkpoint {}\n",
+      seconds_since(start), train_seconds, 100.0 * test.accuracy, args.output);
   return 0;
 }
 
 }  // namespace
 
 NASCENT_COMMAND(
-    "train",
-    "train a CNN or MLP on Fashion-MNIST (the default command)",
+    "train", "train a CNN or MLP on Fashion-MNIST (the default command)",
     [](CLI::App& sub) -> std::function<int()> {
       auto args = std::make_shared<Args>();
       nascent::models::TrainOptions& o = args->options;
       sub.add_option("-m,--model", o.model, "cnn or mlp")
           ->check(CLI::IsMember({"cnn", "mlp"}))
           ->capture_default_str();
-      sub.add_option("-e,--epochs", o.epochs, "passes over the training set")
-          ->check(CLI::Range(1, 1000))
-          ->capture_default_str();
+      CLI::Option* epochs = sub.add_option("-e,--epochs", o.epochs,
+                                           "passes over the training set")
+                                ->check(CLI::Range(1, 1000))
+                                ->capture_default_str();
       sub.add_option("-b,--batch-size", o.batch_size, "images per step")
           ->check(CLI::Range(1, 60000))
           ->capture_default_str();
-      CLI::Option* lr = sub.add_option("--lr", o.lr,
-                     "peak learning rate (default 0.001 for adam/adamw, 0.05 "
-                     "for sgd), cosine-annealed to 0")
-          ->check(CLI::PositiveNumber);
+      CLI::Option* lr =
+          sub.add_option(
+                 "--lr", o.lr,
+                 "peak learning rate (default 0.001 for adam/adamw, 0.05 "
+                 "for sgd), cosine-annealed to 0")
+              ->check(CLI::PositiveNumber);
       sub.add_option("--optimizer", o.optimizer, "adam, adamw or sgd")
           ->check(CLI::IsMember({"adam", "adamw", "sgd"}))
           ->capture_default_str();
@@ -179,13 +185,15 @@ NASCENT_COMMAND(
                      "checkpoint path (default fashion-mnist-MODEL."
                      "safetensors), written after every epoch");
       sub.add_option("--resume", args->resume,
-                     "continue training from this checkpoint (its options "
-                     "win; --epochs may extend the run)");
+                     "continue training from this checkpoint with its "
+                     "options; --epochs may extend the run (the schedule "
+                     "then stretches to the new length)");
       sub.add_option("--data", args->data_dir,
                      "folder with Fashion-MNIST's IDX files")
           ->capture_default_str();
       return [=] {
         args->lr_given = lr->count() > 0;
+        args->epochs_given = epochs->count() > 0;
         return train(*args);
       };
     });
