@@ -2,7 +2,9 @@
 //
 //   reduce_bench bandwidth   sum/max/mean of a 64M-element f32 tensor against
 //                            a memcpy of the same bytes, 1 and 2 threads;
-//                            bandwidth counts the bytes read.
+//                            a reduction's bandwidth counts the bytes it
+//                            reads, the copy's the bytes it reads and
+//                            writes (the memory traffic of each).
 //   reduce_bench rows        softmax and layer_norm timings for
 //                            bench/run_softmax_norm.sh (which adds PyTorch's).
 //
@@ -43,7 +45,7 @@ void bandwidth() {
   std::vector<float> dst(size_t(n), 1.0f);  // Touched, so no page faults.
   const float* src = cpu::data_ptr<float>(x);
   fmt::print("{:<28} {:>7} {:>10} {:>10} {:>8}\n", "op (64M f32 = 256 MiB)",
-             "threads", "ms", "GB/s read", "vs copy");
+             "threads", "ms", "GB/s", "vs copy");
   for (int threads : {1, 2}) {
     cpu::set_num_threads(threads);
     // The peer: memcpy of the same bytes, split over the same threads.
@@ -52,9 +54,9 @@ void bandwidth() {
         std::memcpy(dst.data() + b, src + b, size_t(e - b) * 4);
       });
     });
-    const double copy_bw = bytes / t_copy / 1e9;
+    const double copy_bw = 2 * bytes / t_copy / 1e9;
     fmt::print("{:<28} {:>7} {:>10.2f} {:>10.1f} {:>8}\n",
-               "memcpy (reads 256 MiB)", threads, t_copy * 1e3, copy_bw,
+               "memcpy (256 MiB each way)", threads, t_copy * 1e3, copy_bw,
                "1.00x");
     struct Op {
       const char* label;

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   }
   using Clock = std::chrono::steady_clock;
   int64_t step = 0;
-  for (; step < 3; ++step) trainer.step(batches[size_t(step) % 8]).item<float>();
+  for (; step < 3; ++step)
+    trainer.step(batches[size_t(step) % 8]).item<float>();
   const auto start = Clock::now();
   int64_t timed = 0;
   double elapsed = 0.0;

@@ -16,8 +16,9 @@ packages=(
   libgtest-dev googletest
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
-  # Benchmarks and their peers.
-  libbenchmark-dev libopenblas-dev libdnnl-dev python3-torch
+  # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,
+  # scripts/setup_peer.sh).
+  libbenchmark-dev libopenblas-dev libdnnl-dev python3-torch python3-venv
 )
 
 missing=()

@@ -43,6 +43,9 @@ if [[ " ${failed[*]} " == *" setup "* ]]; then
   echo "setup failed: nothing else can run"
   exit 1
 fi
+# The peer of the comparison tests (llama.cpp via llama-cpp-python, built
+# from source into build/venv once; later runs find it installed).
+step peer-setup bash scripts/setup_peer.sh
 step build native_build
 if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"

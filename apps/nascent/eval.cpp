@@ -31,15 +31,16 @@ int eval(const Args& args) {
   trainer.load(args.checkpoint);
   const auto start = std::chrono::steady_clock::now();
   models::EvalResult r = trainer.evaluate(test_set, args.batch_size);
-  const double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   fmt::print("{}: {} after {} steps ({} epochs)\n", args.checkpoint, o.model,
              trainer.steps(), trainer.epoch);
-  fmt::print("test accuracy {:.2f}% on {} images, loss {:.4f} ({:.0f} "
-             "images/s, {} threads)\n",
-             100.0 * r.accuracy, r.count, r.loss, double(r.count) / s,
-             cpu::num_threads());
+  fmt::print(
+      "test accuracy {:.2f}% on {} images, loss {:.4f} ({:.0f} "
+      "images/s, {} threads)\n",
+      100.0 * r.accuracy, r.count, r.loss, double(r.count) / s,
+      cpu::num_threads());
   return 0;
 }
 

@@ -23,6 +23,16 @@
 // moves the saved values to a private copy, so the gradient is that of the
 // function as it was evaluated (copy-on-write, paid only when it happens).
 //
+// Conventions where the derivative is not unique, as PyTorch: max/min
+// reductions and maximum/minimum share the gradient evenly among ties;
+// max_pool2d gives it to the element whose index the forward returned;
+// relu, abs and clamp take the derivative at a kink from the side that
+// keeps zero (relu'(0) = 0, abs'(0) = 0) and clamp passes gradient at its
+// bounds. Casts to integer types and Tensor::to() (another backend) are not
+// differentiable. Writes under NoGradGuard leave the written storage's
+// history as it was (parameter updates); with grad on, a write into a leaf
+// that requires grad is refused unless the values written have no history.
+//
 // Not thread-safe: one thread records and runs a graph. Grad mode
 // (NoGradGuard) is per thread.
 #pragma once
@@ -98,6 +108,8 @@ void set_requires_grad(const Tensor& t, bool on = true);
 // True for leaves and for every tensor computed from one with grad enabled
 // (views of them included), false for detached tensors.
 bool requires_grad(const Tensor& t);
+// True for a tensor set_requires_grad marked (or a copy of its handle).
+bool is_leaf(const Tensor& t);
 // Same storage, no history: gradients do not flow through it.
 Tensor detach(const Tensor& t);
 
@@ -151,7 +163,9 @@ class Gradients {
 // PyTorch's .grad) and returns the gradients of all leaves reached. The
 // loss must have one element; the second form seeds with grad_output (the
 // output's shape) instead. Without retain_graph the graph's saved tensors
-// are freed, and a second backward through it throws.
+// are freed, and a second backward through it throws. create_graph keeps
+// the graph, and the accumulated gradients then hold history that leads
+// back to their leaves: zero_grad() breaks that cycle (as in PyTorch).
 Gradients backward(const Tensor& loss, BackwardOptions options = {});
 Gradients backward(const Tensor& output, const Tensor& grad_output,
                    BackwardOptions options = {});

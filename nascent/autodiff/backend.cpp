@@ -18,11 +18,11 @@ std::string Backend::name() const {
 }
 
 std::shared_ptr<BackendData> Backend::allocate(size_t nbytes) {
-  return std::make_shared<detail::Storage>(inner_.allocate(nbytes));
+  return std::make_shared<detail::Storage>(inner_.allocate(nbytes), nbytes);
 }
 
 std::shared_ptr<BackendData> Backend::upload(const void* host, size_t nbytes) {
-  return std::make_shared<detail::Storage>(inner_.upload(host, nbytes));
+  return std::make_shared<detail::Storage>(inner_.upload(host, nbytes), nbytes);
 }
 
 Tensor Backend::adopt(const Tensor& t) {

@@ -143,7 +143,12 @@ void Engine::apply(Node& n, const Pending& p) {
         "BackwardOptions{{.retain_graph = true}} to the first one",
         n.name()));
   }
-  std::vector<Tensor> grads = n.apply(p.grad);
+  // Nobody else holds an unshared gradient that owns its whole storage
+  // (captured ones are kept for the caller).
+  const bool held = p.shared || wanted_.count(&n) > 0;
+  const bool exclusive = !held && dense_and_whole(p.grad);
+  std::vector<Tensor> grads =
+      exclusive ? n.apply_exclusive(p.grad) : n.apply(p.grad);
   if (grads.size() != n.next().size()) {
     throw Error(fmt::format("autodiff: the rule of {} gave {} gradients for {}",
                             n.name(), grads.size(), n.next().size()));
@@ -157,9 +162,9 @@ void Engine::apply(Node& n, const Pending& p) {
           "autodiff: the rule of {} gave a gradient {} for input {} of {}{}",
           n.name(), g.to_string(), i, name(c->dtype()), to_string(c->shape())));
     }
-    // A gradient passed on unchanged, or handed to two inputs, is seen by
-    // more than one consumer.
-    bool shared = g.data() == p.grad.data() && p.shared;
+    // A gradient passed on unchanged (from one held elsewhere), or handed
+    // to two inputs, is seen by more than one consumer.
+    bool shared = g.data() == p.grad.data() && held;
     for (size_t j = 0; j < grads.size(); ++j) {
       if (j != i && grads[j].defined() && grads[j].data() == g.data()) {
         shared = true;

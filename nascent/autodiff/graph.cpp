@@ -74,6 +74,26 @@ Node::Node(const char* name, std::vector<Edge> next, Shape shape, DType dtype)
 Node::Node(const char* name, std::vector<Edge> next, const Tensor& out)
     : Node(name, std::move(next), out.shape(), out.dtype()) {}
 
+Node::~Node() {
+  // Freeing a long chain (an unrolled loop) node by node would recurse
+  // once per node and overflow the stack: the outermost destructor frees
+  // the inputs only this node held, in a loop, and the destructors it
+  // triggers just queue theirs.
+  thread_local std::vector<Edge> queue;
+  thread_local bool draining = false;
+  for (Edge& e : next_) {
+    if (e && e.use_count() == 1) queue.push_back(std::move(e));
+  }
+  if (draining) return;
+  draining = true;
+  while (!queue.empty()) {
+    Edge e = std::move(queue.back());
+    queue.pop_back();
+    e.reset();
+  }
+  draining = false;
+}
+
 Leaf::Leaf(const Geometry& g) : Node("leaf", {}, g.shape, g.dtype) {}
 
 std::vector<Tensor> Leaf::apply(const Tensor&) {
@@ -83,8 +103,9 @@ std::vector<Tensor> Leaf::apply(const Tensor&) {
 // --- Storage
 // ------------------------------------------------------------------
 
-Storage::Storage(std::shared_ptr<BackendData> inner)
-    : BackendData(inner->nbytes()), inner_(std::move(inner)) {}
+Storage::Storage(std::shared_ptr<BackendData> inner, size_t nbytes)
+    : BackendData(nbytes != 0 ? nbytes : inner->nbytes()),
+      inner_(std::move(inner)) {}
 
 void Storage::set_history(Edge node, Geometry geometry) {
   node_ = std::move(node);
@@ -377,6 +398,10 @@ void set_requires_grad(const Tensor& t, bool on) {
 
 bool requires_grad(const Tensor& t) {
   return detail::has_history(t);
+}
+
+bool is_leaf(const Tensor& t) {
+  return detail::leaf_of(t) != nullptr;
 }
 
 Tensor detach(const Tensor& t) {

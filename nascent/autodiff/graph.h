@@ -50,11 +50,16 @@ class Node : public std::enable_shared_from_this<Node> {
  public:
   Node(const char* name, std::vector<Edge> next, Shape shape, DType dtype);
   Node(const char* name, std::vector<Edge> next, const Tensor& out);
-  virtual ~Node() = default;
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   virtual std::vector<Tensor> apply(const Tensor& grad) = 0;
+  // apply when nothing else can see grad's storage, so the rule may reuse
+  // it (write into it) instead of allocating.
+  virtual std::vector<Tensor> apply_exclusive(const Tensor& grad) {
+    return apply(grad);
+  }
   virtual bool is_leaf() const { return false; }
   // Frees the saved tensors; apply must not run afterwards.
   virtual void release() {}
@@ -97,7 +102,9 @@ struct SavedSlot {
 // history, write count and the saved tensors that read it.
 class Storage final : public BackendData {
  public:
-  explicit Storage(std::shared_ptr<BackendData> inner);
+  // nbytes: what the tensor asked for (a caching allocator may hand out a
+  // larger block); by default the inner storage's size.
+  explicit Storage(std::shared_ptr<BackendData> inner, size_t nbytes = 0);
   const std::shared_ptr<BackendData>& inner() const { return inner_; }
 
   const Edge& node() const { return node_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -189,19 +190,35 @@ CopySlices::CopySlices(Edge prev, Geometry prev_geometry, Edge src,
       dst_(std::move(dst)),
       base_(std::move(base)) {}
 
-std::vector<Tensor> CopySlices::apply(const Tensor& grad) {
-  // The gradient laid out by storage position: the written part goes to
-  // the source, the rest to the previous content.
-  auto [lo, hi] = span_of(base_);
+bool CopySlices::flat(const Tensor& grad, int64_t& lo, int64_t& hi) const {
+  std::tie(lo, hi) = span_of(base_);
   for (const Geometry* g : {&prev_, &dst_}) {
     if (g == &prev_ && !needs(0)) continue;  // No previous content.
     auto [glo, ghi] = span_of(*g);
     lo = std::min(lo, glo);
     hi = std::max(hi, ghi);
   }
+  return grad.is_contiguous() && base_.offset == lo &&
+         canonical(base_) == canonical(Geometry{{hi - lo + 1}, {1}, lo, {}});
+}
+
+std::vector<Tensor> CopySlices::apply_exclusive(const Tensor& grad) {
+  int64_t lo = 0, hi = 0;
+  if (!needs(0) || !flat(grad, lo, hi)) return apply(grad);
+  Tensor buffer = grad.reshape({-1});
+  std::vector<Tensor> out(2);
+  if (needs(1)) out[1] = place(buffer, lo, dst_).clone();
+  assign(place(buffer, lo, dst_), 0.0);
+  out[0] = place(buffer, lo, prev_);
+  return out;
+}
+
+std::vector<Tensor> CopySlices::apply(const Tensor& grad) {
+  // The gradient laid out by storage position: the written part goes to
+  // the source, the rest to the previous content.
+  int64_t lo = 0, hi = 0;
   Tensor buffer;
-  if (grad.is_contiguous() && base_.offset == lo &&
-      canonical(base_) == canonical(Geometry{{hi - lo + 1}, {1}, lo, {}})) {
+  if (flat(grad, lo, hi)) {
     buffer = grad.reshape({-1});
   } else {
     buffer = zeros({hi - lo + 1}, grad.backend(), grad.dtype());

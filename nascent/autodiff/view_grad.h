@@ -32,8 +32,15 @@ class CopySlices final : public Node {
   CopySlices(Edge prev, Geometry prev_geometry, Edge src, Geometry dst,
              Geometry base);
   std::vector<Tensor> apply(const Tensor& grad) override;
+  // Zeroes the written part of grad in place: the chain of writes behind
+  // cat or stack then costs the size of each part, not of the whole.
+  std::vector<Tensor> apply_exclusive(const Tensor& grad) override;
 
  private:
+  // grad as a 1-D buffer of storage positions from lo, if it already is
+  // one (a contiguous grad of a contiguous base).
+  bool flat(const Tensor& grad, int64_t& lo, int64_t& hi) const;
+
   Geometry prev_, dst_, base_;
 };
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nascent/core/op_table.h"
+#include "nascent/core/quant.h"
 #include "nascent/core/scalar.h"
 
 namespace nascent {
@@ -151,6 +152,13 @@ class Backend {
   // out already holds x; adds src at index along axis.
   virtual void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
                      const Tensor* src, Tensor& out) = 0;
+  // Weights stored as GGML blocks of `type` (quant.h): w is a u8 [N,
+  // row_bytes(type, K)] whose rows are contiguous (its row stride may be
+  // larger). qmatmul: x a contiguous f32 [M, K], out f32 [M, N] = x @ W^T.
+  // dequantize: x null, out f32 [N, K]. The default throws BackendError, so
+  // a backend without them still builds and says what it lacks.
+  virtual void quant(QuantOp op, QuantType type, const Tensor& w,
+                     const Tensor* x, Tensor& out);
 };
 
 // The backend used where none is named. Defined outside core (the library

@@ -36,8 +36,9 @@ const char* name(Op op) {
 
 const char* name(OpFamily family) {
   static const char* const kNames[] = {
-      "creation", "random", "copy", "unary", "binary",  "where", "reduce",
-      "scan",     "matmul", "conv", "pool",  "softmax", "norm",  "index"};
+      "creation", "random",  "copy", "unary",  "binary",
+      "where",    "reduce",  "scan", "matmul", "conv",
+      "pool",     "softmax", "norm", "index",  "quant"};
   return kNames[size_t(family)];
 }
 
@@ -73,6 +74,9 @@ Op op_of(NormOp op) {
 }
 Op op_of(IndexOp op) {
   return shift(OpFamily::Index, op);
+}
+Op op_of(QuantOp op) {
+  return shift(OpFamily::Quant, op);
 }
 
 }  // namespace nascent

@@ -109,6 +109,12 @@ namespace nascent {
   X(Index, scatter_add, true) \
   X(Index, index_select, true)
 
+// Products with weights stored as GGML blocks (quant.h): qmatmul is
+// x @ W^T with W a u8 [N, row_bytes] of blocks; dequantize decodes them.
+#define NASCENT_QUANT_OPS(X) \
+  X(Quant, qmatmul, false)   \
+  X(Quant, dequantize, false)
+
 // clang-format off (it does not settle on one layout for this macro)
 #define NASCENT_ALL_OPS(X) \
   NASCENT_CREATION_OPS(X)  \
@@ -124,7 +130,8 @@ namespace nascent {
   NASCENT_POOL_OPS(X)      \
   NASCENT_SOFTMAX_OPS(X)   \
   NASCENT_NORM_OPS(X)      \
-  NASCENT_INDEX_OPS(X)
+  NASCENT_INDEX_OPS(X)     \
+  NASCENT_QUANT_OPS(X)
 // clang-format on
 
 #define NASCENT_OP_ENUMERATOR(family, name, differentiable) name,
@@ -143,7 +150,8 @@ enum class OpFamily : uint8_t {
   Pool,
   Softmax,
   Norm,
-  Index
+  Index,
+  Quant
 };
 
 enum class Op : uint16_t { NASCENT_ALL_OPS(NASCENT_OP_ENUMERATOR) };
@@ -158,6 +166,7 @@ enum class PoolOp : uint8_t { NASCENT_POOL_OPS(NASCENT_OP_ENUMERATOR) };
 enum class SoftmaxOp : uint8_t { NASCENT_SOFTMAX_OPS(NASCENT_OP_ENUMERATOR) };
 enum class NormOp : uint8_t { NASCENT_NORM_OPS(NASCENT_OP_ENUMERATOR) };
 enum class IndexOp : uint8_t { NASCENT_INDEX_OPS(NASCENT_OP_ENUMERATOR) };
+enum class QuantOp : uint8_t { NASCENT_QUANT_OPS(NASCENT_OP_ENUMERATOR) };
 
 #define NASCENT_OP_COUNTER(family, name, differentiable) +1
 inline constexpr int kNumOps = 0 NASCENT_ALL_OPS(NASCENT_OP_COUNTER);
@@ -189,6 +198,7 @@ Op op_of(PoolOp op);
 Op op_of(SoftmaxOp op);
 Op op_of(NormOp op);
 Op op_of(IndexOp op);
+Op op_of(QuantOp op);
 template <class FamilyOp>
 const char* name(FamilyOp op) {
   return name(op_of(op));

@@ -202,6 +202,19 @@ Tensor embedding(const Tensor& weight, const Tensor& ids);
 Tensor one_hot(const Tensor& ids, int64_t num_classes,
                DType dtype = DType::i64);
 
+// --- Quantized weights (ops/quant.cpp). w is a u8 [..., row_bytes(type,
+// K)] of GGML blocks (quant.h), for instance a view of a GGUF file mapped
+// into memory (cpu::Backend::wrap); its rows must be contiguous.
+// x [..., K] @ W^T for a 2-D w [N, row_bytes]: [..., N] in x's (floating)
+// dtype, computed in f32 (the CPU quantizes x to 8 bits on the fly for the
+// block types, as llama.cpp does).
+Tensor qmatmul(const Tensor& x, const Tensor& w, QuantType type);
+// The f32 values: [..., row_bytes] -> [..., K].
+Tensor dequantize(const Tensor& w, QuantType type);
+// The rows of x [..., K] as blocks, u8 [..., row_bytes], on x's backend.
+// Runs the reference quantizers (quantize_row) on the host.
+Tensor quantize(const Tensor& x, QuantType type);
+
 // --- Shape ops that copy (ops/shape.cpp).
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);

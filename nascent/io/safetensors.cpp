@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -338,17 +339,18 @@ void save_safetensors(const std::string& path,
   // writer does; readers may then map tensors in place).
   text.append((8 - text.size() % 8) % 8, ' ');
   unsigned char len_bytes[8];
-  for (int i = 0; i < 8; ++i) len_bytes[i] = uint8_t(text.size() >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len_bytes[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
 
-  AtomicFile file(path);
-  file.write(len_bytes, 8);
-  file.write(text.data(), text.size());
+  AtomicFileWriter file(path);
+  file.write(std::as_bytes(std::span(len_bytes)));
+  file.write(std::as_bytes(std::span(text.data(), text.size())));
   for (const auto& [key, t] : tensors) {
     if (t.numel() == 0) continue;
     Tensor c = t.contiguous();
     HostBytes host = c.backend().materialize(c);
-    file.write(host.data + c.offset() * int64_t(c.itemsize()),
-               size_t(c.numel()) * c.itemsize());
+    file.write(std::span(host.data + c.offset() * int64_t(c.itemsize()),
+                         size_t(c.numel()) * c.itemsize()));
   }
   file.commit();
 }

@@ -1,6 +1,7 @@
 // The autodiff decorator's behaviour: graphs with shared nodes,
 // accumulation, retain_graph, no_grad, detach, gradients of gradients,
 // writes into saved tensors, errors, memory, and f32 against f64.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -105,6 +106,9 @@ TEST(Autodiff, GradIsSharedByCopiesOfTheHandle) {
   Tensor x = leaf({2}, 8);
   Tensor copy = x;
   EXPECT_TRUE(requires_grad(copy));
+  EXPECT_TRUE(is_leaf(copy));
+  EXPECT_FALSE(is_leaf(x.reshape({2, 1})));
+  EXPECT_FALSE(is_leaf(exp(x)));
   backward(sum(mul(copy, 5.0)));
   expect_near(vals(grad(x)), {5, 5});
   // Views of a leaf require grad but are not the leaf.
@@ -279,6 +283,111 @@ TEST(Autodiff, WritingASavedOutputKeepsItsGradient) {
   backward(sum(y));
   std::vector<double> xs = vals(x);
   expect_near(vals(grad(x)), {0, 0, std::exp(xs[2])});
+}
+
+TEST(Autodiff, WritingUnderASavedViewKeepsItsGradient) {
+  // matmul saves a transposed view of x; part of x changes before backward.
+  Tensor x = leaf({3, 2}, 40);
+  Tensor w = random({3, 4}, 41);
+  std::vector<double> before = vals(x);
+  Tensor loss = sum(square(matmul(x.transpose(0, 1), w)));
+  {
+    NoGradGuard no_grad;
+    assign(x.slice(0, 1, 2), 5.0);
+  }
+  backward(loss);
+  // d/dx sum((x^T w)^2) = 2 w (x^T w)^T, with the values before the write.
+  Tensor x0 = from_vector(before, {3, 2}, backend());
+  Tensor want =
+      mul(matmul(w, matmul(x0.transpose(0, 1), w).transpose(0, 1)), 2.0);
+  expect_near(vals(grad(x)), vals(want), 1e-12);
+}
+
+TEST(Autodiff, BackwardFreesSavedTensors) {
+  cpu::Backend cpu;
+  autodiff::Backend ad(cpu);
+  Tensor x = full({1000}, 0.5, ad, DType::f32);
+  set_requires_grad(x);
+  // exp keeps its output for the gradient; nothing else holds it.
+  Tensor loss = sum(exp(x));
+  EXPECT_EQ(cpu.memory_stats().allocated_bytes, 4000u + 4000u + 4u);
+  backward(loss, {.retain_graph = true});
+  EXPECT_EQ(cpu.memory_stats().allocated_bytes, 4000u + 4000u + 4u + 4000u);
+  backward(loss);  // Frees the saved output; the gradient stays.
+  EXPECT_EQ(cpu.memory_stats().allocated_bytes, 4000u + 4u + 4000u);
+  loss = Tensor();
+  zero_grad(x);
+  EXPECT_EQ(cpu.memory_stats().allocated_bytes, 4000u);
+}
+
+TEST(Autodiff, EmptyTensorsAndHalfPrecision) {
+  Tensor e = leaf({0, 3}, 42);
+  backward(sum(exp(e)));
+  EXPECT_EQ(grad(e).shape(), (Shape{0, 3}));
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    Tensor x = random({5}, 43).cast(dt);
+    set_requires_grad(x);
+    backward(sum(mul(square(x), 0.5)));
+    EXPECT_EQ(grad(x).dtype(), dt);
+    EXPECT_EQ(vals(grad(x)), vals(x)) << name(dt);
+  }
+}
+
+TEST(Autodiff, StackGradientsAndCapturedGradientsStayIntact) {
+  // stack writes five parts into one buffer: backward splits the gradient
+  // again, reusing its storage where nothing else sees it.
+  std::vector<Tensor> parts;
+  for (uint64_t i = 0; i < 5; ++i) parts.push_back(leaf({3}, 50 + i));
+  Tensor w = random({5, 3}, 60);
+  Tensor stacked = stack(parts, 0);
+  Tensor loss = sum(mul(stacked, w));
+  // The gradient at `stacked` itself is captured too: reusing its storage
+  // must not change it.
+  std::vector<Tensor> inputs = {stacked};
+  inputs.insert(inputs.end(), parts.begin(), parts.end());
+  std::vector<Tensor> g = grad({loss}, inputs, {}, false);
+  expect_near(vals(g[0]), vals(w));
+  for (int64_t i = 0; i < 5; ++i) {
+    expect_near(vals(g[size_t(i) + 1]), vals(w.select(0, i)));
+  }
+  backward(sum(mul(stack(parts, 0), w)));
+  for (int64_t i = 0; i < 5; ++i) {
+    expect_near(vals(grad(parts[size_t(i)])), vals(w.select(0, i)));
+  }
+}
+
+TEST(Autodiff, DeepChain) {
+  // Long graphs must neither overflow the stack in backward nor when they
+  // are freed.
+  Tensor x = leaf({2}, 44);
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = add(y, 1.0);
+  backward(sum(y));
+  expect_near(vals(grad(x)), {1, 1});
+}
+
+TEST(Autodiff, Ties) {
+  // max and min share the gradient among ties (PyTorch's amax), as do
+  // maximum and minimum between their operands.
+  Tensor x = from_vector<double>({1, 3, 3, 2}, backend());
+  set_requires_grad(x);
+  backward(max(x));
+  expect_near(vals(grad(x)), {0, 0.5, 0.5, 0});
+  Tensor a = from_vector<double>({1, 2}, backend());
+  Tensor b = from_vector<double>({1, 3}, backend());
+  set_requires_grad(a);
+  set_requires_grad(b);
+  backward(sum(maximum(a, b)));
+  expect_near(vals(grad(a)), {0.5, 0});
+  expect_near(vals(grad(b)), {0.5, 1});
+  // max_pool2d gives the whole gradient to the element its index names.
+  Tensor p = full({1, 1, 2, 2}, 1.0, backend(), DType::f64);
+  set_requires_grad(p);
+  Pool2dParams pp;
+  backward(sum(max_pool2d(p, pp)));
+  std::vector<double> g = vals(grad(p));
+  EXPECT_EQ(g[0] + g[1] + g[2] + g[3], 1.0);
+  EXPECT_EQ(std::count(g.begin(), g.end(), 1.0), 1);
 }
 
 TEST(Autodiff, WritingIntoALeafThatRequiresGrad) {

@@ -1,15 +1,13 @@
 // The CPU backend: host memory, multithreaded kernels with SIMD chosen at run
 // time (Google Highway). One file per op family: unary.cpp, binary.cpp,
 // reduce.cpp, matmul.cpp, conv.cpp, pool.cpp, softmax.cpp, norm.cpp,
-// index.cpp, copy.cpp, creation.cpp, random.cpp.
+// index.cpp, copy.cpp, creation.cpp, random.cpp, quant.cpp.
 #pragma once
 
 #include <atomic>
-#include <cstddef>
 #include <map>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "nascent/core/backend.h"
 #include "nascent/core/tensor.h"
@@ -18,41 +16,68 @@ namespace nascent::cpu {
 
 class Backend;
 
-// Host memory, 64-byte aligned so SIMD loads of whole cache lines line up.
-// Blocks of 256 KiB and more come from, and go back to, the backend's cache
-// (see Backend).
+// Host memory, 64-byte aligned so SIMD loads of whole cache lines line up;
+// or memory owned elsewhere (Backend::wrap), which `keep` holds alive.
 class CpuData final : public BackendData {
  public:
   CpuData(size_t nbytes, Backend* owner);
+  CpuData(std::shared_ptr<const void> keep, const void* data, size_t nbytes,
+          Backend* owner);
   ~CpuData() override;
   std::byte* bytes() const { return ptr_; }
+  bool wrapped() const { return keep_ != nullptr; }
   bool persistent = false;
 
  private:
   std::byte* ptr_;
-  size_t block_;  // Bytes actually allocated (a size class for large ones).
+  size_t capacity_;  // Bytes actually allocated (a size class, see storage).
   Backend* owner_;
+  std::shared_ptr<const void> keep_;
+};
+
+// Freed large blocks kept for reuse (storage.cpp explains why).
+class HostCache {
+ public:
+  HostCache();
+  ~HostCache();
+  HostCache(const HostCache&) = delete;
+  HostCache& operator=(const HostCache&) = delete;
+  // A block of at least nbytes; `capacity` receives its real size.
+  std::byte* take(size_t nbytes, size_t& capacity);
+  void give(std::byte* ptr, size_t capacity);
+  void trim();
+  size_t cached_bytes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::multimap<size_t, std::byte*> free_;
+  size_t cached_ = 0;
+  size_t limit_;
 };
 
 class Backend final : public nascent::Backend {
  public:
-  Backend();
-  ~Backend() override;
-  Backend(const Backend&) = delete;
-  Backend& operator=(const Backend&) = delete;
+  Backend() = default;
   std::string name() const override { return "cpu"; }
 
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
   std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
+  // Storage over host memory that lives elsewhere, without a copy: a GGUF
+  // file mapped into memory, a buffer of the caller's. `owner` (non-null)
+  // keeps it alive while any tensor uses it. The bytes are read, never
+  // written, as long as the tensors are only op inputs (views of them are
+  // fine; writing into them is the caller's business, and a read-only
+  // mapping would fault). They need no alignment and do not count in
+  // memory_stats(). Wrap with Tensor::make, e.g. a GGUF q4_K weight:
+  //   Tensor::make({n, bytes}, {bytes, 1}, 0, DType::u8, cpu,
+  //                cpu.wrap(mapping, ptr, n * bytes))
+  std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
+                                    const void* data, size_t nbytes);
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
-  // Gives every cached block back to the system.
-  void trim() override;
+  void trim() override;  // Frees the cached blocks.
   MemoryStats memory_stats() const override;
-  // Most bytes of freed blocks the cache keeps (default 1 GiB, or
-  // NASCENT_CPU_CACHE_MB); blocks beyond it are freed at once.
-  void set_cache_limit(size_t bytes);
 
   void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
   void random(RandomOp op, const RandomParams& p, Tensor& out) override;
@@ -77,27 +102,17 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
+             Tensor& out) override;
 
  private:
   friend class CpuData;
   void account(int64_t delta);
-  // A cached block of exactly `block` bytes, or null.
-  std::byte* take_cached(size_t block);
-  // Keeps the block for reuse, or frees it if the cache is full.
-  void give_back(std::byte* ptr, size_t block);
+  HostCache cache_;
 
   std::atomic<int64_t> allocated_{0};
   std::atomic<int64_t> persistent_{0};
   std::atomic<int64_t> peak_{0};
-
-  // Large freed blocks by size class. A training step frees and allocates
-  // the same sizes every step; without the cache each large allocation is a
-  // fresh mmap whose pages fault in on first touch (measured: 15 of 80 ms of
-  // a Fashion-MNIST CNN step).
-  mutable std::mutex cache_mutex_;
-  std::map<size_t, std::vector<std::byte*>> cache_;
-  size_t cached_bytes_ = 0;
-  size_t cache_limit_;
 };
 
 // Element pointer of a CPU tensor (storage base + offset).

@@ -17,6 +17,7 @@
 #include "hwy/highway.h"
 #include "nascent/backends/cpu/reduce_kernels.h"
 #include "nascent/backends/cpu/simd-inl.h"
+#include "nascent/backends/cpu/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {
@@ -36,7 +37,7 @@ HWY_INLINE V sum_step(D d, V acc, V v, V shift) {
     const V t = hn::Sub(v, shift);
     return hn::MulAdd(t, t, acc);
   } else {
-    return hn::Add(acc, hn::Exp(d, hn::Sub(v, shift)));
+    return hn::Add(acc, ExpNonPositive(d, hn::Sub(v, shift)));
   }
 }
 

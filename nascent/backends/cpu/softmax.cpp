@@ -69,8 +69,8 @@ void softmax_rows_simd(const T* x, T* y, int64_t rows, int64_t n, bool log) {
       auto s0 = hn::Zero(d), s1 = s0;
       const int64_t end = std::min(n, i + 2 * N * kBlockSteps);
       for (; i + 2 * N <= end; i += 2 * N) {
-        const auto e0 = hn::Exp(d, hn::Sub(load(d, xr + i), vm));
-        const auto e1 = hn::Exp(d, hn::Sub(load(d, xr + i + N), vm));
+        const auto e0 = ExpNonPositive(d, hn::Sub(load(d, xr + i), vm));
+        const auto e1 = ExpNonPositive(d, hn::Sub(load(d, xr + i + N), vm));
         if (!log) {
           hn::StoreU(e0, d, e + i);
           hn::StoreU(e1, d, e + i + N);
@@ -83,7 +83,7 @@ void softmax_rows_simd(const T* x, T* y, int64_t rows, int64_t n, bool log) {
         const auto v = count == size_t(N)
                            ? load(d, xr + i)
                            : load_tail(d, xr + i, count, kNegInf);
-        const auto ev = hn::Exp(d, hn::Sub(v, vm));
+        const auto ev = ExpNonPositive(d, hn::Sub(v, vm));
         if (!log) store_tail(d, ev, e + i, count);
         s0 = hn::Add(s0, ev);
       }
@@ -155,8 +155,8 @@ void softmax_cols(const T* x, T* y, int64_t len, int64_t inner, int64_t j0,
     for (int64_t l = 0; l < len; ++l) {
       const T* row = x + l * inner + j0;
       for (int64_t j = 0; j < wv; j += N) {
-        const auto e =
-            hn::Exp(d, hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j)));
+        const auto e = ExpNonPositive(
+            d, hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j)));
         hn::StoreU(hn::Add(hn::LoadU(d, s.data() + j), e), d, s.data() + j);
       }
       for (int64_t j = wv; j < w; ++j) {
@@ -176,7 +176,8 @@ void softmax_cols(const T* x, T* y, int64_t len, int64_t inner, int64_t j0,
       for (int64_t j = 0; j < wv; j += N) {
         const auto t = hn::Sub(load(d, row + j), hn::LoadU(d, m.data() + j));
         const auto k = hn::LoadU(d, s.data() + j);
-        store(d, log ? hn::Sub(t, k) : hn::Mul(hn::Exp(d, t), k), out + j);
+        store(d, log ? hn::Sub(t, k) : hn::Mul(ExpNonPositive(d, t), k),
+              out + j);
       }
       for (int64_t j = wv; j < w; ++j) {
         const C t = to_compute(row[j]) - m[size_t(j)];

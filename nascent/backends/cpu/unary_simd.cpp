@@ -82,7 +82,7 @@ void UnaryTyped(UnaryOp op, const T* x, T* out, size_t n,
     case UnaryOp::rsqrt:
       return run([&](V v) { return hn::Div(one, hn::Sqrt(v)); });
     case UnaryOp::exp:
-      return run([&](V v) { return SafeExp(d, v); });
+      return run([&](V v) { return FastExp(d, v); });
     case UnaryOp::expm1:
       return run([&](V v) { return SafeExpm1(d, v); });
     case UnaryOp::log:

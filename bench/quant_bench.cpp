@@ -1,0 +1,202 @@
+// Quantized products on the CPU (qmatmul), against peers run in the same
+// process:
+// - mat-vec (one x row, generation): GB/s of weights streamed, against a
+//   memory copy (memcpy of a buffer as large as the weights, GB/s counting
+//   its reads and writes) at the same thread count. Generation is memory
+//   bound, so the ratio says how close to the machine's bandwidth it runs.
+// - mat-mat (512 x rows, a prompt): GFLOP/s (2 M N K) against nascent's
+//   f32 GEMM (matmul of the same shapes with f32 weights).
+//
+//   ./build/rel/bench/quant_bench            # 1 and 2 threads
+//   ./build/rel/bench/quant_bench 2          # 2 threads only
+//   ./build/rel/bench/quant_bench --cpu-time # 1 thread, CPU time
+//   ./build/rel/bench/quant_bench --mat-mat  # only the M = 512 products
+//
+// The weights of each mat-vec are several copies used in turn, 256 MiB in
+// all, so that they come from memory and not from the 32 MiB L3; the
+// 256 x 4096 rows stay in the caches instead (the kernels' compute rate). Times
+// are the best of the repetitions (the machine is shared; medians are printed
+// too). --cpu-time divides by the process's CPU time instead of wall time,
+// at one thread: the kernels' own speed on a machine busy with other jobs
+// (memory bandwidth is still shared with them).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/core/ops.h"
+
+namespace {
+
+using nascent::DType;
+using nascent::QuantType;
+using nascent::Tensor;
+
+bool g_cpu_time = false;
+
+double now() {
+  timespec t;
+  clock_gettime(g_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+struct Timing {
+  double best = 1e30, median = 0;
+};
+
+Timing time_reps(int reps, const std::function<void(int)>& fn) {
+  fn(0);  // Warm-up.
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now();
+    fn(r);
+    t.push_back(now() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2]};
+}
+
+// Weights [n, k] of `type`: 64 rows quantized from normal values, repeated
+// (the kernels' speed does not depend on the values).
+std::vector<uint8_t> make_weights(QuantType type, int64_t n, int64_t k) {
+  const size_t rb = nascent::row_bytes(type, k);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> w(size_t(64 * k));
+  for (float& v : w) v = normal(rng);
+  std::vector<uint8_t> rows(64 * rb);
+  nascent::quantize_row(type, w.data(), rows.data(), 64 * k);
+  std::vector<uint8_t> out(size_t(n) * rb);
+  for (int64_t j = 0; j < n; ++j) {
+    std::memcpy(out.data() + size_t(j) * rb, rows.data() + size_t(j % 64) * rb,
+                rb);
+  }
+  return out;
+}
+
+// memcpy of `bytes`, split over the threads; GB/s of reads plus writes.
+double copy_gbps(size_t bytes, int reps) {
+  std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
+  const int64_t chunks = 64;
+  const Timing t = time_reps(reps, [&](int) {
+    nascent::cpu::parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      const size_t b0 = bytes * size_t(c0) / chunks;
+      const size_t b1 = bytes * size_t(c1) / chunks;
+      std::memcpy(dst.data() + b0, src.data() + b0, b1 - b0);
+    });
+  });
+  return 2.0 * double(bytes) / t.best / 1e9;
+}
+
+void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
+            int threads, double copy) {
+  const std::vector<uint8_t> w = make_weights(type, n, k);
+  const int64_t rb = int64_t(nascent::row_bytes(type, k));
+  // Small weights stay in the caches (one copy): the kernel's compute rate.
+  const bool in_cache = w.size() < (size_t(4) << 20);
+  const int copies =
+      in_cache ? 1 : int(std::max<size_t>(1, (size_t(256) << 20) / w.size()));
+  std::vector<Tensor> ws;
+  for (int c = 0; c < copies; ++c) {
+    ws.push_back(nascent::from_data(w.data(), {n, rb}, DType::u8, cpu));
+  }
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal;
+  std::vector<float> xv(static_cast<size_t>(k));
+  for (float& v : xv) v = normal(rng);
+  const Tensor x = nascent::from_vector(xv, {1, k}, cpu);
+  const Timing t = time_reps(std::max(20, 2 * copies), [&](int r) {
+    nascent::qmatmul(x, ws[size_t(r % copies)], type);
+  });
+  const double gbps = double(w.size()) / t.best / 1e9;
+  fmt::print(
+      "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} "
+      "| {:.2f} |\n",
+      n, k, nascent::name(type), threads, t.best * 1e3, t.median * 1e3, gbps,
+      copy, gbps / copy);
+  std::fflush(stdout);
+}
+
+void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
+            int64_t k, int threads) {
+  const std::vector<uint8_t> w = make_weights(type, n, k);
+  const int64_t rb = int64_t(nascent::row_bytes(type, k));
+  const Tensor wq = nascent::from_data(w.data(), {n, rb}, DType::u8, cpu);
+  const Tensor wf = nascent::dequantize(wq, type);  // [n, k] f32
+  nascent::Generator gen(3);
+  const Tensor x = nascent::normal({m, k}, 0.0, 1.0, cpu, gen);
+  // Alternated rep by rep, so that both see the same share of the machine.
+  Timing tq, tf;
+  std::vector<double> q, f;
+  nascent::qmatmul(x, wq, type);
+  nascent::matmul(x, wf.transpose());
+  for (int r = 0; r < 7; ++r) {
+    double t0 = now();
+    nascent::qmatmul(x, wq, type);
+    q.push_back(now() - t0);
+    t0 = now();
+    nascent::matmul(x, wf.transpose());
+    f.push_back(now() - t0);
+  }
+  std::sort(q.begin(), q.end());
+  std::sort(f.begin(), f.end());
+  tq = {q.front(), q[q.size() / 2]};
+  tf = {f.front(), f[f.size() / 2]};
+  const double flop = 2.0 * double(m) * double(n) * double(k);
+  fmt::print(
+      "| mat-mat M={} | {}x{} | {} | {} | {:.1f} ({:.1f}) | {:.1f} | "
+      "{:.1f} | {:.2f} |\n",
+      m, n, k, nascent::name(type), threads, tq.best * 1e3, tq.median * 1e3,
+      flop / tq.best / 1e9, flop / tf.best / 1e9, tf.best / tq.best);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> thread_counts = {1, 2};
+  bool matvecs = true;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--cpu-time") {
+      g_cpu_time = true;
+      thread_counts = {1};
+    } else if (arg == "--mat-mat") {
+      matvecs = false;
+    } else {
+      thread_counts = {std::atoi(argv[a])};
+    }
+  }
+  nascent::cpu::Backend cpu;
+  const QuantType types[] = {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k,
+                             QuantType::q6_k, QuantType::f16};
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {4096, 4096}, {5632, 2048}, {256, 4096}};
+  fmt::print(
+      "| op | N x K | type | threads | ms best (median) | weights "
+      "GB/s | memcpy GB/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+  for (int threads : matvecs ? thread_counts : std::vector<int>{}) {
+    nascent::cpu::set_num_threads(threads);
+    const double copy = copy_gbps(size_t(256) << 20, 5);
+    for (auto [n, k] : shapes) {
+      for (QuantType type : types) matvec(cpu, type, n, k, threads, copy);
+    }
+  }
+  fmt::print(
+      "\n| op | N x K | type | threads | ms best (median) | GFLOP/s | "
+      "f32 GEMM GFLOP/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+  for (int threads : thread_counts) {
+    nascent::cpu::set_num_threads(threads);
+    for (QuantType type : types) matmat(cpu, type, 512, 2048, 2048, threads);
+  }
+  return 0;
+}

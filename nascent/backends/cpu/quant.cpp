@@ -1,0 +1,182 @@
+// The quant family on the CPU: qmatmul (x @ W^T with W in GGML blocks,
+// read in place, e.g. from a mapped file) and dequantize.
+//
+// qmatmul quantizes x once per call (x is small next to W) and splits the
+// weight rows over the threads: each thread streams its share of W exactly
+// once, whatever the number of x rows (quant_simd-inl.h's tiles), which is
+// what generation (one x row, W far larger than the caches) needs.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/balanced.h"
+#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/thread_pool.h"
+
+namespace nascent::cpu {
+
+namespace {
+
+// Weight bytes below which a task is not worth a thread (~10 us of
+// streaming), and rows per task at least (the kernels' tile).
+constexpr int64_t kTaskBytes = 1 << 17;
+constexpr int64_t kTileRows = 16;
+// x rows from which decoding each weight row once into an int16 panel
+// (quant_gemm.cpp) beats decoding it per x row (the dot kernels).
+constexpr int64_t kGemmRows = 8;
+
+int64_t row_grain(int64_t row_bytes) {
+  const int64_t rows =
+      std::max<int64_t>(1, kTaskBytes / std::max<int64_t>(row_bytes, 1));
+  return (rows + kTileRows - 1) / kTileRows * kTileRows;
+}
+
+bool is_float_type(QuantType type) {
+  return type == QuantType::f32 || type == QuantType::f16 ||
+         type == QuantType::bf16;
+}
+
+// Quantized x, reused between calls on the calling thread.
+struct ActivationScratch {
+  std::vector<int16_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> sums;
+  std::vector<int16_t> sums32;
+};
+
+QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
+  thread_local ActivationScratch s;
+  s.q.resize(size_t(m * k));
+  s.d.resize(size_t(m * (k / block)));
+  s.sums.resize(size_t(m * (k / 16)));
+  s.sums32.resize(size_t(m * (k / 32)));
+  // Rows of x are independent; a prompt's worth is worth the threads. (The
+  // workers get plain pointers: `s` inside the lambda would name their own
+  // thread_local scratch.)
+  int16_t* q = s.q.data();
+  float* d = s.d.data();
+  int32_t* sums = s.sums.data();
+  int16_t* sums32 = s.sums32.data();
+  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+               [=](int64_t r0, int64_t r1) {
+                 quantize_activations(x, k, block, r0, r1, q, d, sums, sums32);
+               });
+  return QuantizedRows{
+      m, k, block, s.q.data(), s.d.data(), s.sums.data(), s.sums32.data()};
+}
+
+// Float weights with many x rows: panels of weight rows widened to f32 and
+// handed to the packed f32 GEMM (which threads itself).
+void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
+                const float* x, int64_t m, int64_t k, float* y) {
+  constexpr int64_t kPanel = 256;
+  const DType dtype = type == QuantType::f16    ? DType::f16
+                      : type == QuantType::bf16 ? DType::bf16
+                                                : DType::f32;
+  std::vector<float> panel(size_t(std::min(n, kPanel) * k));
+  for (int64_t p0 = 0; p0 < n; p0 += kPanel) {
+    const int64_t rows = std::min(kPanel, n - p0);
+    float* dst = panel.data();
+    parallel_for(rows, 16, [=](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* src = w + (p0 + r) * ws;
+        if (dtype == DType::f32) {
+          std::memcpy(dst + r * k, src, size_t(k) * 4);
+        } else {
+          simd::convert(dtype, DType::f32, src, dst + r * k, k);
+        }
+      }
+    });
+    // y[:, p0:p0 + rows] = x @ panel^T.
+    GemmArgs g;
+    g.m = m;
+    g.n = rows;
+    g.k = k;
+    g.rsa = k;
+    g.csa = 1;
+    g.rsb = 1;
+    g.csb = k;
+    g.ldc = n;
+    gemm_f32(g, x, panel.data(), y + p0);
+  }
+}
+
+}  // namespace
+
+int64_t activation_block(QuantType type) {
+  switch (type) {
+    case QuantType::f32:
+    case QuantType::f16:
+    case QuantType::bf16:
+      return 0;
+    case QuantType::q4_0:
+    case QuantType::q4_1:
+    case QuantType::q5_0:
+    case QuantType::q5_1:
+    case QuantType::q8_0:
+      return 32;
+    default:
+      return 256;
+  }
+}
+
+void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
+               int64_t j1, const QuantizedRows& x, float* y, int64_t ldy) {
+  if (activation_block(type) == 32) {
+    qdot_rows32(type, w, ws, j0, j1, x, y, ldy);
+  } else {
+    qdot_rows_k(type, w, ws, j0, j1, x, y, ldy);
+  }
+}
+
+void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
+                     int64_t k, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    dequantize_row(type, w + r * ws, out + r * k, k);
+}
+
+void Backend::quant(QuantOp op, QuantType type, const Tensor& w,
+                    const Tensor* x, Tensor& out) {
+  const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
+  const int64_t n = w.shape(0), ws = w.strides()[0];
+  const int64_t grain = row_grain(w.shape(1));
+  float* y = data_ptr<float>(out);
+
+  if (op == QuantOp::dequantize) {
+    const int64_t k = out.shape(1);
+    balanced_for(n, grain, [&](int64_t r0, int64_t r1) {
+      dequantize_rows(type, wp + r0 * ws, ws, r1 - r0, k, y + r0 * k);
+    });
+    return;
+  }
+
+  const int64_t m = x->shape(0), k = x->shape(1);
+  const float* xp = data_ptr<float>(*x);
+  if (is_float_type(type) && m >= kGemmRows) {
+    float_gemm(type, wp, ws, n, xp, m, k, y);
+    return;
+  }
+  if (is_float_type(type)) {
+    balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
+      fdot_rows(type, wp, ws, j0, j1, xp, m, k, y, n);
+    });
+    return;
+  }
+  const QuantizedRows xq = quantize_x(xp, m, k, activation_block(type));
+  if (m >= kGemmRows) {
+    balanced_for((n + kTileRows - 1) / kTileRows, 1,
+                 [&](int64_t t0, int64_t t1) {
+                   qgemm_rows(type, wp, ws, t0 * kTileRows,
+                              std::min(n, t1 * kTileRows), xq, y, n);
+                 });
+    return;
+  }
+  balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
+    qdot_rows(type, wp, ws, j0, j1, xq, y, n);
+  });
+}
+
+}  // namespace nascent::cpu

@@ -1,0 +1,232 @@
+// qmatmul and dequantize on the CPU, every weight type, against the float64
+// product of the reference-decoded weights with x.
+//
+// The kernels quantize x to 8 bits per block of 32 (256 for k-quants), so
+// each term w_i x_i may be off by |w_i| d_x / 2 (d_x = the block's max |x|
+// / 127): the bound below adds those up, plus f32 rounding of the sums. A
+// wrong bit in a layout breaks it by orders of magnitude.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/core/ops.h"
+
+namespace nascent {
+namespace {
+
+constexpr QuantType kAllTypes[] = {
+    QuantType::f32,  QuantType::f16,  QuantType::bf16, QuantType::q4_0,
+    QuantType::q4_1, QuantType::q5_0, QuantType::q5_1, QuantType::q8_0,
+    QuantType::q2_k, QuantType::q3_k, QuantType::q4_k, QuantType::q5_k,
+    QuantType::q6_k, QuantType::q8_k};
+
+std::vector<float> random_values(int64_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+bool quantizes_x(QuantType type) {
+  return type != QuantType::f32 && type != QuantType::f16 &&
+         type != QuantType::bf16;
+}
+
+// Checks y [m, n] = x [m, k] @ W^T, W given by its quantized bytes.
+void expect_qmatmul(QuantType type, const std::vector<float>& x,
+                    const std::vector<uint8_t>& w, int64_t m, int64_t n,
+                    int64_t k, const std::vector<float>& y,
+                    const std::string& label) {
+  const size_t rb = row_bytes(type, k);
+  std::vector<float> wf(static_cast<size_t>(k));
+  const int64_t xblock = block_size(type) == 256 ? 256 : 32;
+  int failures = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    dequantize_row(type, w.data() + size_t(j) * rb, wf.data(), k);
+    for (int64_t i = 0; i < m; ++i) {
+      const float* xi = x.data() + i * k;
+      double want = 0, magnitude = 0, x_error = 0;
+      for (int64_t b = 0; b < k; b += xblock) {
+        double amax = 0, wsum = 0;
+        for (int64_t p = b; p < std::min(k, b + xblock); ++p) {
+          want += double(wf[size_t(p)]) * xi[p];
+          magnitude += std::fabs(double(wf[size_t(p)]) * xi[p]);
+          amax = std::max(amax, std::fabs(double(xi[p])));
+          wsum += std::fabs(double(wf[size_t(p)]));
+        }
+        x_error += wsum * amax / 127 / 2;
+      }
+      const double bound =
+          (quantizes_x(type) ? 1.001 * x_error : 0.0) + 1e-5 * magnitude + 1e-6;
+      const double got = y[size_t(i * n + j)];
+      if (!(std::fabs(got - want) <= bound) && failures++ < 5) {
+        ADD_FAILURE() << label << " " << name(type) << " y[" << i << ", " << j
+                      << "] = " << got << ", want " << want << " +- " << bound;
+      }
+    }
+  }
+}
+
+std::vector<uint8_t> quantize_rows(QuantType type, const std::vector<float>& w,
+                                   int64_t n, int64_t k) {
+  const size_t rb = row_bytes(type, k);
+  std::vector<uint8_t> out(size_t(n) * rb);
+  for (int64_t j = 0; j < n; ++j) {
+    quantize_row(type, w.data() + j * k, out.data() + size_t(j) * rb, k);
+  }
+  return out;
+}
+
+class QuantQmatmul : public ::testing::Test {
+ protected:
+  void run(QuantType type, int64_t m, int64_t n, int64_t k, uint32_t seed) {
+    const std::vector<float> x = random_values(m * k, seed, 1.0f);
+    const std::vector<float> wv = random_values(n * k, seed + 1, 0.05f);
+    const std::vector<uint8_t> w = quantize_rows(type, wv, n, k);
+    const int64_t rb = int64_t(row_bytes(type, k));
+    const Tensor xt = from_vector(x, {m, k}, cpu_);
+    const Tensor wt = from_vector(w, {n, rb}, cpu_);
+    const Tensor y = qmatmul(xt, wt, type);
+    ASSERT_EQ(y.shape(), (Shape{m, n}));
+    ASSERT_EQ(y.dtype(), DType::f32);
+    expect_qmatmul(type, x, w, m, n, k, y.to_vector<float>(),
+                   fmt::format("m={} n={} k={}", m, n, k));
+  }
+  cpu::Backend cpu_;
+};
+
+// K: two blocks plus one, so no SIMD loop divides it (the float types get a
+// K that is not a multiple of any vector length).
+int64_t odd_k(QuantType type) {
+  return block_size(type) == 1 ? 3 * 32 + 5 : 3 * block_size(type);
+}
+
+TEST_F(QuantQmatmul, MatVecEveryType) {
+  for (QuantType type : kAllTypes) run(type, 1, 37, odd_k(type), 1);
+}
+
+TEST_F(QuantQmatmul, SeveralRowsEveryType) {
+  for (QuantType type : kAllTypes) {
+    run(type, 3, 21, odd_k(type), 2);
+    run(type, 19, 40, 2 * odd_k(type), 3);
+  }
+}
+
+// Enough weight rows for several tasks (1.25 MB of q4_0 and more), on 2
+// threads and on 1, with results that must agree bit for bit: each output
+// is one thread's sum whatever the split. m = 2 takes the dot-product
+// kernels, m = 20 the int16 panel GEMM (the f32 GEMM for f16).
+TEST_F(QuantQmatmul, ThreadedRowsMatchOneThread) {
+  const int saved = cpu::num_threads();
+  for (QuantType type : {QuantType::q4_0, QuantType::q4_k, QuantType::q6_k,
+                         QuantType::q8_0, QuantType::f16}) {
+    for (int64_t m : {2, 20}) {
+      const int64_t n = 1030, k = 1024;
+      const std::vector<float> x = random_values(m * k, 5, 1.0f);
+      const std::vector<uint8_t> w =
+          quantize_rows(type, random_values(n * k, 6, 0.05f), n, k);
+      const Tensor xt = from_vector(x, {m, k}, cpu_);
+      const Tensor wt = from_vector(w, {n, int64_t(row_bytes(type, k))}, cpu_);
+      cpu::set_num_threads(2);
+      const std::vector<float> y2 = qmatmul(xt, wt, type).to_vector<float>();
+      cpu::set_num_threads(1);
+      const std::vector<float> y1 = qmatmul(xt, wt, type).to_vector<float>();
+      cpu::set_num_threads(saved);
+      // (The f32 GEMM that f16 uses with m = 20 splits sums by thread.)
+      if (type != QuantType::f16) {
+        EXPECT_EQ(y1, y2) << name(type) << " " << m;
+      }
+      expect_qmatmul(type, x, w, m, n, k, y2, fmt::format("threads m={}", m));
+    }
+  }
+}
+
+// Weights in memory the backend does not own, at an odd address (a tensor
+// inside a mapped file), viewed without a copy.
+TEST_F(QuantQmatmul, WrappedExternalWeights) {
+  const QuantType type = QuantType::q4_k;
+  const int64_t m = 2, n = 24, k = 512;
+  const int64_t rb = int64_t(row_bytes(type, k));
+  const std::vector<uint8_t> w =
+      quantize_rows(type, random_values(n * k, 8, 0.05f), n, k);
+  auto file = std::make_shared<std::vector<uint8_t>>(w.size() + 1);
+  std::memcpy(file->data() + 1, w.data(), w.size());
+  const size_t before = cpu_.memory_stats().allocated_bytes;
+  const Tensor wt = Tensor::make({n, rb}, {rb, 1}, 0, DType::u8, cpu_,
+                                 cpu_.wrap(file, file->data() + 1, w.size()));
+  EXPECT_EQ(cpu_.memory_stats().allocated_bytes, before);
+  EXPECT_EQ(cpu::data_ptr<uint8_t>(wt), file->data() + 1);
+  const std::vector<float> x = random_values(m * k, 9, 1.0f);
+  const Tensor y = qmatmul(from_vector(x, {m, k}, cpu_), wt, type);
+  expect_qmatmul(type, x, w, m, n, k, y.to_vector<float>(), "wrapped");
+  // A view of every other row: row stride twice the row's bytes.
+  const Tensor half = wt.slice(0, 0, n, 2);
+  const Tensor yh = qmatmul(from_vector(x, {m, k}, cpu_), half, type);
+  std::vector<uint8_t> wh;
+  for (int64_t j = 0; j < n; j += 2) {
+    wh.insert(wh.end(), w.begin() + j * rb, w.begin() + (j + 1) * rb);
+  }
+  expect_qmatmul(type, x, wh, m, n / 2, k, yh.to_vector<float>(), "view");
+  EXPECT_THROW(cpu_.wrap(nullptr, w.data(), w.size()), ValueError);
+}
+
+TEST_F(QuantQmatmul, BatchAxesAndDtypesOfX) {
+  const QuantType type = QuantType::q8_0;
+  const int64_t n = 5, k = 64;
+  const std::vector<float> wv = random_values(n * k, 12, 0.05f);
+  const Tensor w = quantize(from_vector(wv, {n, k}, cpu_), type);
+  const Tensor x =
+      from_vector(random_values(2 * 3 * k, 13, 1.0f), {2, 3, k}, cpu_);
+  const Tensor y = qmatmul(x, w, type);
+  EXPECT_EQ(y.shape(), (Shape{2, 3, n}));
+  const Tensor flat = qmatmul(x.reshape({6, k}), w, type);
+  EXPECT_EQ(y.reshape({6, n}).to_vector<float>(), flat.to_vector<float>());
+  const Tensor yh = qmatmul(x.cast(DType::bf16), w, type);
+  EXPECT_EQ(yh.dtype(), DType::bf16);
+  // A transposed x is made contiguous first.
+  const Tensor xt = from_vector(random_values(k * 4, 14, 1.0f), {k, 4}, cpu_);
+  const std::vector<float> got =
+      qmatmul(xt.transpose(), w, type).to_vector<float>();
+  const std::vector<float> want =
+      qmatmul(xt.transpose().contiguous(), w, type).to_vector<float>();
+  EXPECT_EQ(got, want);
+}
+
+TEST(QuantDequantize, MatchesTheReferenceForEveryType) {
+  cpu::Backend cpu;
+  for (QuantType type : kAllTypes) {
+    const int64_t n = 40, k = odd_k(type);
+    const std::vector<uint8_t> w =
+        quantize_rows(type, random_values(n * k, 21, 1.0f), n, k);
+    const int64_t rb = int64_t(row_bytes(type, k));
+    const Tensor d = dequantize(from_vector(w, {2, n / 2, rb}, cpu), type);
+    ASSERT_EQ(d.shape(), (Shape{2, n / 2, k}));
+    std::vector<float> want(static_cast<size_t>(n * k));
+    for (int64_t j = 0; j < n; ++j) {
+      dequantize_row(type, w.data() + j * rb, want.data() + j * k, k);
+    }
+    EXPECT_EQ(d.to_vector<float>(), want) << name(type);
+  }
+}
+
+TEST(QuantDequantize, QuantizeFrontEndMatchesQuantizeRow) {
+  cpu::Backend cpu;
+  const std::vector<float> v = random_values(3 * 256, 31, 1.0f);
+  const Tensor q = quantize(from_vector(v, {3, 256}, cpu), QuantType::q4_k);
+  ASSERT_EQ(q.shape(), (Shape{3, 144}));
+  std::vector<uint8_t> want(3 * 144);
+  quantize_row(QuantType::q4_k, v.data(), want.data(), 3 * 256);
+  EXPECT_EQ(q.to_vector<uint8_t>(), want);
+}
+
+}  // namespace
+}  // namespace nascent
