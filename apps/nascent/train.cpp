@@ -31,6 +31,7 @@ struct Args {
   std::string data_dir = nascent::data::default_fashion_mnist_dir();
   std::string output;
   std::string resume;
+  int64_t save_every = 0;
 };
 
 // One line redrawn in place on a terminal; on a log, a line per tenth.
@@ -123,6 +124,10 @@ int train(Args args) {
       trainer.next_batch = it.index() + 1;
       progress.update(trainer.next_batch, loss_sum / double(loss_count),
                       double(images) / seconds_since(epoch_start));
+      if (args.save_every > 0 && trainer.steps() % args.save_every == 0 &&
+          trainer.next_batch < total) {
+        trainer.save(args.output);  // Mid-epoch: --resume picks up here.
+      }
     }
     const double epoch_seconds = seconds_since(epoch_start);
     train_seconds += epoch_seconds;
@@ -188,6 +193,10 @@ NASCENT_COMMAND(
                      "continue training from this checkpoint with its "
                      "options; --epochs may extend the run (the schedule "
                      "then stretches to the new length)");
+      sub.add_option("--save-every", args->save_every,
+                     "also checkpoint every N steps (0: after each epoch "
+                     "only)")
+          ->check(CLI::NonNegativeNumber);
       sub.add_option("--data", args->data_dir,
                      "folder with Fashion-MNIST's IDX files")
           ->capture_default_str();
