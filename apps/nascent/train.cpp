@@ -26,10 +26,12 @@ double seconds_since(Clock::time_point t) {
 struct Args {
   nascent::models::TrainOptions options;
   bool lr_given = false;
+  bool epochs_given = false;
   int threads = 0;
   std::string data_dir = nascent::data::default_fashion_mnist_dir();
   std::string output;
   std::string resume;
+  int64_t save_every = 0;
 };
 
 // One line redrawn in place on a terminal; on a log, a line per tenth.
@@ -74,7 +76,7 @@ int train(Args args) {
     // The run continues with the options it started with.
     models::TrainOptions saved =
         models::ClassifierTrainer::checkpoint_options(args.resume);
-    saved.epochs = std::max(saved.epochs, o.epochs);
+    if (args.epochs_given) saved.epochs = std::max(saved.epochs, o.epochs);
     o = saved;
   }
   if (args.output.empty()) {
@@ -122,6 +124,10 @@ int train(Args args) {
       trainer.next_batch = it.index() + 1;
       progress.update(trainer.next_batch, loss_sum / double(loss_count),
                       double(images) / seconds_since(epoch_start));
+      if (args.save_every > 0 && trainer.steps() % args.save_every == 0 &&
+          trainer.next_batch < total) {
+        trainer.save(args.output);  // Mid-epoch: --resume picks up here.
+      }
     }
     const double epoch_seconds = seconds_since(epoch_start);
     train_seconds += epoch_seconds;
@@ -158,9 +164,10 @@ NASCENT_COMMAND(
       sub.add_option("-m,--model", o.model, "cnn or mlp")
           ->check(CLI::IsMember({"cnn", "mlp"}))
           ->capture_default_str();
-      sub.add_option("-e,--epochs", o.epochs, "passes over the training set")
-          ->check(CLI::Range(1, 1000))
-          ->capture_default_str();
+      CLI::Option* epochs = sub.add_option("-e,--epochs", o.epochs,
+                                           "passes over the training set")
+                                ->check(CLI::Range(1, 1000))
+                                ->capture_default_str();
       sub.add_option("-b,--batch-size", o.batch_size, "images per step")
           ->check(CLI::Range(1, 60000))
           ->capture_default_str();
@@ -183,13 +190,19 @@ NASCENT_COMMAND(
                      "checkpoint path (default fashion-mnist-MODEL."
                      "safetensors), written after every epoch");
       sub.add_option("--resume", args->resume,
-                     "continue training from this checkpoint (its options "
-                     "win; --epochs may extend the run)");
+                     "continue training from this checkpoint with its "
+                     "options; --epochs may extend the run (the schedule "
+                     "then stretches to the new length)");
+      sub.add_option("--save-every", args->save_every,
+                     "also checkpoint every N steps (0: after each epoch "
+                     "only)")
+          ->check(CLI::NonNegativeNumber);
       sub.add_option("--data", args->data_dir,
                      "folder with Fashion-MNIST's IDX files")
           ->capture_default_str();
       return [=] {
         args->lr_given = lr->count() > 0;
+        args->epochs_given = epochs->count() > 0;
         return train(*args);
       };
     });

@@ -230,10 +230,6 @@ void Adam::update(size_t i, const Tensor& grad) {
   Tensor& p = *params_[i].tensor;
   Tensor& m = exp_avg_[i];
   Tensor& v = exp_avg_sq_[i];
-  if (!m.defined()) {
-    nn::set_value(m, zeros_like(p));
-    nn::set_value(v, zeros_like(p));
-  }
   const int64_t t = ++param_steps_[i];
   Tensor g = grad;
   if (o_.weight_decay != 0.0) {
@@ -243,13 +239,18 @@ void Adam::update(size_t i, const Tensor& grad) {
       g = g + p * o_.weight_decay;
     }
   }
-  nn::set_value(m, m * o_.beta1 + g * (1.0 - o_.beta1));
-  nn::set_value(v, v * o_.beta2 + square(g) * (1.0 - o_.beta2));
+  // The moments are ours alone: they take the new tensors instead of a copy
+  // into the old ones. At the first step they start from zero.
+  Tensor gm = g * (1.0 - o_.beta1);
+  Tensor gv = square(g) * (1.0 - o_.beta2);
+  m = nn::persistent(m.defined() ? m * o_.beta1 + gm : gm);
+  v = nn::persistent(v.defined() ? v * o_.beta2 + gv : gv);
   const double bias1 = 1.0 - std::pow(o_.beta1, double(t));
-  const double bias2 = 1.0 - std::pow(o_.beta2, double(t));
-  // p -= lr / bias1 * m / (sqrt(v) / sqrt(bias2) + eps), as PyTorch.
-  Tensor denom = sqrt(v) * (1.0 / std::sqrt(bias2)) + o_.eps;
-  nn::set_value(p, p - (m / denom) * (lr_ / bias1));
+  const double root2 = std::sqrt(1.0 - std::pow(o_.beta2, double(t)));
+  // PyTorch's p -= lr / bias1 * m / (sqrt(v) / sqrt(bias2) + eps), with
+  // sqrt(bias2) moved out of the denominator: one pass fewer.
+  Tensor denom = sqrt(v) + o_.eps * root2;
+  nn::set_value(p, p - (m / denom) * (lr_ / bias1 * root2));
 }
 
 void Adam::save(OptimizerState& state) const {
