@@ -50,15 +50,15 @@ sharded() {
 
 export NASCENT_NUM_THREADS=2
 cuda_tests='*CudaConformance.*:CudaMemory.*:CudaBackend.*'
-sharded tests 210 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
+sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
   --gtest_brief=1
 grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
   "$out/tests.log" | sort | uniq -c | sort -rn | head -40
 
 echo "=== bench ==="
-timeout 90 "$bin/cuda_bench" --json "$out/nascent.json" > "$out/bench.log" 2>&1
+timeout 80 "$bin/cuda_bench" --json "$out/nascent.json" > "$out/bench.log" 2>&1
 if [[ -s "$out/nascent.json" ]]; then
-  PYTHONUNBUFFERED=1 timeout 100 python3 bench/cuda_vs_torch.py \
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/cuda_vs_torch.py \
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
@@ -75,7 +75,7 @@ subset+='CudaMemory.RaiiReturnsBlocksToTheCacheAndTrimToTheDriver'
 export NASCENT_CUDA_CROSS_CHECK=0
 shards=4
 for tool in memcheck racecheck; do
-  sharded "$tool" 75 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+  sharded "$tool" 70 compute-sanitizer --tool "$tool" --error-exitcode 9 \
     "$bin/nascent_tests" --gtest_filter="$subset" --gtest_brief=1
   grep -aE "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " \
     "$out/$tool.log" | sort | uniq -c

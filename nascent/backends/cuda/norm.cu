@@ -1,6 +1,7 @@
 // layer_norm and rms_norm over a contiguous [rows, cols] x, with the CPU
-// backend's semantics (cpu/norm.cpp): statistics in double (two passes for
-// layer_norm, so a large common offset does not cancel), then
+// backend's semantics (cpu/norm.cpp): statistics from per-thread sums in the
+// compute type reduced in double (two passes for layer_norm, so a large
+// common offset does not cancel), then
 // y = (x - mean) * rstd * w + b in the compute type (float for f16, bf16 and
 // f32). A block per row holds the row in registers (rows.cuh), or reads it
 // from L2 once per pass when it is too long. mean and rstd ([rows], f32 or
@@ -47,39 +48,45 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const VT* xr = reinterpret_cast<const VT*>(a.x + row * a.cols);
     VT* yr = reinterpret_cast<VT*>(a.y + row * a.cols);
-    C v[kItems][V];
-    double s = 0;
+    VT v[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+      if (j < nvec) v[it] = xr[j];
+    }
+    // A thread's few values sum in the compute type, the block in double.
+    C part = 0;
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
       const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
       if (j < nvec) {
-        const VT in = xr[j];
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-          v[it][k] = convert<C>(in.v[k]);
-          s += a.rms ? double(v[it][k]) * double(v[it][k]) : double(v[it][k]);
+          const C d = convert<C>(v[it].v[k]);
+          part += a.rms ? d * d : d;
         }
       }
     }
-    s = block_reduce(s, SumOp(), smem);
+    const double s = block_reduce(double(part), SumOp(), smem);
     double mean = 0, var;
     if (a.rms) {
       var = s / double(a.cols);
     } else {
       mean = s / double(a.cols);
-      double q = 0;
+      const C cmean = C(mean);
+      C q = 0;
 #pragma unroll
       for (int it = 0; it < kItems; ++it) {
         const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
         if (j < nvec) {
 #pragma unroll
           for (int k = 0; k < V; ++k) {
-            const double d = double(v[it][k]) - mean;
+            const C d = convert<C>(v[it].v[k]) - cmean;
             q += d * d;
           }
         }
       }
-      var = block_reduce(q, SumOp(), smem) / double(a.cols);
+      var = block_reduce(double(q), SumOp(), smem) / double(a.cols);
     }
     const double rstd = 1.0 / ::sqrt(var + a.eps);
     const C cm = C(mean), cr = C(rstd);
@@ -92,7 +99,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
         if (a.b) b = reinterpret_cast<const VT*>(a.b)[j];
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-          out.v[k] = convert<T>(affine(v[it][k], cm, cr,
+          out.v[k] = convert<T>(affine(convert<C>(v[it].v[k]), cm, cr,
                                        a.w ? convert<C>(w.v[k]) : C(1),
                                        a.b ? convert<C>(b.v[k]) : C(0)));
         }

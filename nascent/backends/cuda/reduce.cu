@@ -329,7 +329,9 @@ void fill_dims(Dims& d, const Shape& sizes, const Strides& strides) {
     const size_t src = size_t(d.n - 1 - k);
     d.size[k] = sizes[src];
     d.stride[k] = strides[src];
-    d.div[k] = IntDivider(uint32_t(std::min<int64_t>(sizes[src], INT32_MAX)));
+    // A size-0 axis (an empty reduction) is never divided by.
+    d.div[k] = IntDivider(
+        uint32_t(std::clamp<int64_t>(sizes[src], 1, INT32_MAX)));
   }
 }
 

@@ -2,7 +2,8 @@
 // and the choice of a register-resident row layout.
 //
 // A row of up to kMaxRowThreads * 8 vectors of 16 bytes is read once into
-// registers, reduced across the block and written back: one pass over
+// registers (in its storage type, so f16 and bf16 rows take half the
+// registers), reduced across the block and written back: one pass over
 // memory, so these ops run near copy bandwidth. Longer rows and rows whose
 // length or address does not allow 16-byte vectors take a plain kernel that
 // reads the row from memory (L2) once per pass.
@@ -51,13 +52,17 @@ struct RowLayout {
   int threads = 0;
 };
 
+// Blocks of at most 128 threads, so that a register-resident row costs few
+// registers per thread and many rows are in flight on each SM (the loads of
+// one row wait on memory while others reduce); wider blocks only for rows
+// that need more than 8 vectors a thread.
 inline RowLayout row_layout(int64_t cols, int vec, bool aligned) {
   RowLayout l;
   if (!aligned || cols % vec != 0 || cols == 0) return l;
   const int64_t nvec = cols / vec;
   for (int items : {1, 2, 4, 8}) {
     const int64_t threads = (nvec + items - 1) / items;
-    if (threads <= 256 || (items == 8 && threads <= kMaxRowThreads)) {
+    if (threads <= 128 || (items == 8 && threads <= kMaxRowThreads)) {
       l.items = items;
       l.threads = int((threads + 31) / 32 * 32);
       return l;

@@ -28,6 +28,17 @@ NASCENT_D C log_c(double v) {
   return C(::log(v));
 }
 
+// exp for the register-resident kernels: the hardware's approximation for
+// f16 and bf16, whose rounding is far coarser than its error.
+template <class T, class C>
+NASCENT_D C exp_row(C v) {
+  if constexpr (is_half_v<T>) {
+    return __expf(v);
+  } else {
+    return exp_c(v);
+  }
+}
+
 // The register-resident row kernel: each thread holds kItems vectors.
 template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads)
@@ -41,18 +52,19 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const VT* xr = reinterpret_cast<const VT*>(x + row * cols);
     VT* yr = reinterpret_cast<VT*>(y + row * cols);
-    C v[kItems][V];
+    VT v[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+      if (j < nvec) v[it] = xr[j];
+    }
     C m = -INFINITY;
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
       const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
       if (j < nvec) {
-        const VT in = xr[j];
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-          v[it][k] = convert<C>(in.v[k]);
-          m = MaxOp()(m, v[it][k]);
-        }
+        for (int k = 0; k < V; ++k) m = MaxOp()(m, convert<C>(v[it].v[k]));
       }
     }
     m = block_reduce(m, MaxOp(), smem_c);
@@ -76,9 +88,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
       if (j < nvec) {
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-          const C e = exp_c(v[it][k] - m);
-          part += e;
-          if (!log) v[it][k] = e;
+          part += exp_row<T>(convert<C>(v[it].v[k]) - m);
         }
       }
     }
@@ -91,8 +101,8 @@ __global__ void __launch_bounds__(kMaxRowThreads)
         VT out;
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-          out.v[k] =
-              convert<T>(log ? (v[it][k] - m) - scale : v[it][k] * scale);
+          const C t = convert<C>(v[it].v[k]) - m;
+          out.v[k] = convert<T>(log ? t - scale : exp_row<T>(t) * scale);
         }
         yr[j] = out;
       }
