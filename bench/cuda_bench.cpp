@@ -5,7 +5,7 @@
 // numbers are also written for bench/cuda_vs_torch.py, which times PyTorch
 // on the same problems in the same device session and prints the ratios.
 //
-//   cuda_bench [--json PATH] [--quick]
+//   cuda_bench [--json PATH] [--quick] [--rows-only]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -76,10 +76,11 @@ void print(const Result& r, double copy_gbs) {
 
 int main(int argc, char** argv) {
   std::string json;
-  bool quick = false;
+  bool quick = false, rows_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json = argv[++i];
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--rows-only") == 0) rows_only = true;
   }
   if (cuda::Backend::device_count() == 0) {
     std::printf("cuda_bench: no CUDA device; nothing to measure\n");
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
   // Element-wise on 2^28 elements (1 GiB of f32: far past the 60 MB L2).
   const int64_t n = int64_t(1) << 28;
   for (DType dt : {DType::f32, DType::bf16}) {
+    if (rows_only) break;
     const double item = double(size_of(dt));
     const std::string tag = std::string(" ") + name(dt);
     Tensor a = randn({n}, gpu, 1, dt), b = randn({n}, gpu, 2, dt);
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
 
   // bf16 GEMM, f32 accumulation.
   for (int64_t s : {int64_t(4096), int64_t(8192)}) {
+    if (rows_only) break;
     Tensor a = randn({s, s}, gpu, 5, DType::bf16);
     Tensor b = randn({s, s}, gpu, 6, DType::bf16);
     Tensor c;

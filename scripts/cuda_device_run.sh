@@ -12,8 +12,8 @@
 # they need that the machine lacks). Each stage has its own time limit, so a
 # hang in one still leaves the others' logs.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin="$(cd "${1:?usage: cuda_device_run.sh BIN_DIR}" && pwd)"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="${OUT:-$PWD/cuda-run}"
 mkdir -p "$out"
 
@@ -62,21 +62,37 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
+# The row kernels' block size, three ways (NASCENT_CUDA_ROW_THREADS).
+for t in 64 128 256; do
+  echo "row threads $t:"
+  NASCENT_CUDA_ROW_THREADS=$t timeout 30 "$bin/cuda_bench" --rows-only |
+    grep -E "softmax|rms_norm"
+done 2>&1 | tee -a "$out/bench.log"
 
-# Sanitizers on the bare backend, over the cases of the kernels with the
-# most index arithmetic and every kernel that shares memory across threads.
+# Sanitizers on the bare backend: memcheck over the whole conformance suite,
+# racecheck over the kernels that share memory between threads.
+export NASCENT_CUDA_CROSS_CHECK=0
+# MEMCHECK_FILTER and RACECHECK_FILTER narrow them for a quick re-run.
+sharded memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin/nascent_tests" --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-*CudaConformance.*:CudaMemory.RaiiReturnsBlocksToTheCacheAndTrimToTheDriver}"
+grep -aE "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$out/memcheck.log" |
+  sort | uniq -c
 subset=''
-for op in sum argmax cumsum softmax log_softmax rms_norm layer_norm gather \
-  scatter_add index_select conv2d conv2d_backward_input max_pool2d_backward \
-  where copy; do
+for op in sum mean argmax var logsumexp softmax log_softmax rms_norm \
+  layer_norm; do
   subset+="*CudaConformance.*/$op:"
 done
-subset+='CudaMemory.RaiiReturnsBlocksToTheCacheAndTrimToTheDriver'
-export NASCENT_CUDA_CROSS_CHECK=0
-shards=4
-for tool in memcheck racecheck; do
-  sharded "$tool" 70 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-    "$bin/nascent_tests" --gtest_filter="$subset" --gtest_brief=1
-  grep -aE "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " \
-    "$out/$tool.log" | sort | uniq -c
-done
+sharded racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  "$bin/nascent_tests" --gtest_filter="${RACECHECK_FILTER:-$subset}" \
+  --gtest_brief=1
+grep -aE "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$out/racecheck.log" |
+  sort | uniq -c
+
+# Instruction counts of the element-wise gelu kernels (for bench/NOTES.md).
+if command -v cuobjdump > /dev/null; then
+  cuobjdump -sass "$bin/nascent_tests" 2> /dev/null | awk '
+    /Function : / { name = $3; n[name] = 0 }
+    /^ +\/\*[0-9a-f]+\*\/ / { if (name != "") n[name]++ }
+    END { for (k in n) if (k ~ /map1_flat.*Gelu/) print n[k], k }' \
+    > "$out/sass.txt"
+fi

@@ -46,14 +46,9 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   __shared__ double smem[32];
   const int64_t nvec = a.cols / V;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-    const VT* xr = reinterpret_cast<const VT*>(a.x + row * a.cols);
-    VT* yr = reinterpret_cast<VT*>(a.y + row * a.cols);
     VT v[kItems];
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-      if (j < nvec) v[it] = xr[j];
-    }
+    load_row<kItems>(v, a.x, row, a.rows, a.cols, nvec);
+    VT* yr = reinterpret_cast<VT*>(a.y + row * a.cols);
     // A thread's few values sum in the compute type, the block in double.
     C part = 0;
 #pragma unroll
@@ -160,18 +155,21 @@ void norm_typed(Context& ctx, const NormArgs<T>& a) {
                        (a.w == nullptr || aligned16(a.w)) &&
                        (a.b == nullptr || aligned16(a.b));
   const RowLayout l = row_layout(a.cols, 16 / int(sizeof(T)), aligned);
+  auto regs = [&](auto kernel) {
+    kernel<<<grid, l.threads, 0, ctx.stream>>>(a);
+  };
   switch (l.items) {
     case 1:
-      norm_rows_regs<T, 1><<<grid, l.threads, 0, ctx.stream>>>(a);
+      regs(norm_rows_regs<T, 1>);
       break;
     case 2:
-      norm_rows_regs<T, 2><<<grid, l.threads, 0, ctx.stream>>>(a);
+      regs(norm_rows_regs<T, 2>);
       break;
     case 4:
-      norm_rows_regs<T, 4><<<grid, l.threads, 0, ctx.stream>>>(a);
+      regs(norm_rows_regs<T, 4>);
       break;
     case 8:
-      norm_rows_regs<T, 8><<<grid, l.threads, 0, ctx.stream>>>(a);
+      regs(norm_rows_regs<T, 8>);
       break;
     default: {
       const int threads =

@@ -330,8 +330,8 @@ void fill_dims(Dims& d, const Shape& sizes, const Strides& strides) {
     d.size[k] = sizes[src];
     d.stride[k] = strides[src];
     // A size-0 axis (an empty reduction) is never divided by.
-    d.div[k] = IntDivider(
-        uint32_t(std::clamp<int64_t>(sizes[src], 1, INT32_MAX)));
+    d.div[k] =
+        IntDivider(uint32_t(std::clamp<int64_t>(sizes[src], 1, INT32_MAX)));
   }
 }
 

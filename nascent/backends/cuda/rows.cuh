@@ -9,6 +9,9 @@
 // reads the row from memory (L2) once per pass.
 #pragma once
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "nascent/backends/cuda/device.cuh"
 
 namespace nascent::cuda {
@@ -45,6 +48,19 @@ struct MaxOp {
   }
 };
 
+// Loads this thread's vectors of row `row` (nothing past the last row).
+template <int kItems, class T, int V>
+NASCENT_D void load_row(Vec<T, V> (&v)[kItems], const T* x, int64_t row,
+                        int64_t rows, int64_t cols, int64_t nvec) {
+  if (row >= rows) return;
+  const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(x + row * cols);
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (j < nvec) v[it] = xr[j];
+  }
+}
+
 // Vectors per thread and threads per row for the register-resident kernels;
 // items == 0 when the row does not fit them.
 struct RowLayout {
@@ -52,17 +68,27 @@ struct RowLayout {
   int threads = 0;
 };
 
-// Blocks of at most 128 threads, so that a register-resident row costs few
-// registers per thread and many rows are in flight on each SM (the loads of
-// one row wait on memory while others reduce); wider blocks only for rows
-// that need more than 8 vectors a thread.
+// Blocks of at most 128 threads (NASCENT_CUDA_ROW_THREADS overrides, for
+// tuning), so that a register-resident row costs few registers per thread
+// and many rows are in flight on each SM; wider blocks only for rows that
+// need more than 8 vectors a thread.
+inline int row_threads_target() {
+  static const int target = [] {
+    const char* v = std::getenv("NASCENT_CUDA_ROW_THREADS");
+    const int t = v != nullptr ? std::atoi(v) : 0;
+    return t >= 32 && t <= kMaxRowThreads ? t : 128;
+  }();
+  return target;
+}
+
 inline RowLayout row_layout(int64_t cols, int vec, bool aligned) {
   RowLayout l;
   if (!aligned || cols % vec != 0 || cols == 0) return l;
   const int64_t nvec = cols / vec;
+  const int target = row_threads_target();
   for (int items : {1, 2, 4, 8}) {
     const int64_t threads = (nvec + items - 1) / items;
-    if (threads <= 128 || (items == 8 && threads <= kMaxRowThreads)) {
+    if (threads <= target || (items == 8 && threads <= kMaxRowThreads)) {
       l.items = items;
       l.threads = int((threads + 31) / 32 * 32);
       return l;

@@ -39,7 +39,10 @@ NASCENT_D C exp_row(C v) {
   }
 }
 
-// The register-resident row kernel: each thread holds kItems vectors.
+// The register-resident row kernel: each thread holds kItems vectors of
+// the row in its storage type; a block per row (many small blocks keep the
+// most rows in flight: a persistent grid that prefetched the next row ran
+// 30% slower on the H200, see bench/NOTES.md).
 template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads)
     softmax_rows_regs(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
@@ -50,14 +53,9 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   __shared__ C smem_c[32];
   const int64_t nvec = cols / V;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const VT* xr = reinterpret_cast<const VT*>(x + row * cols);
-    VT* yr = reinterpret_cast<VT*>(y + row * cols);
     VT v[kItems];
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-      if (j < nvec) v[it] = xr[j];
-    }
+    load_row<kItems>(v, x, row, rows, cols, nvec);
+    VT* yr = reinterpret_cast<VT*>(y + row * cols);
     C m = -INFINITY;
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
@@ -68,27 +66,16 @@ __global__ void __launch_bounds__(kMaxRowThreads)
       }
     }
     m = block_reduce(m, MaxOp(), smem_c);
-    if (m != m) {
+    C part = 0;
+    if (m == m) {
 #pragma unroll
       for (int it = 0; it < kItems; ++it) {
         const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
         if (j < nvec) {
-          VT out;
 #pragma unroll
-          for (int k = 0; k < V; ++k) out.v[k] = convert<T>(m);
-          yr[j] = out;
-        }
-      }
-      continue;
-    }
-    C part = 0;
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-      if (j < nvec) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          part += exp_row<T>(convert<C>(v[it].v[k]) - m);
+          for (int k = 0; k < V; ++k) {
+            part += exp_row<T>(convert<C>(v[it].v[k]) - m);
+          }
         }
       }
     }
@@ -102,7 +89,8 @@ __global__ void __launch_bounds__(kMaxRowThreads)
 #pragma unroll
         for (int k = 0; k < V; ++k) {
           const C t = convert<C>(v[it].v[k]) - m;
-          out.v[k] = convert<T>(log ? t - scale : exp_row<T>(t) * scale);
+          const C r = log ? t - scale : exp_row<T>(t) * scale;
+          out.v[k] = convert<T>(m != m ? m : r);  // A NaN row stays NaN.
         }
         yr[j] = out;
       }
@@ -194,22 +182,21 @@ void softmax_typed(Context& ctx, const Tensor& x, int axis, bool log,
   const unsigned grid = unsigned(std::min<int64_t>(rows, 1 << 20));
   const RowLayout l =
       row_layout(len, 16 / int(sizeof(T)), aligned16(px) && aligned16(py));
+  auto regs = [&](auto kernel) {
+    kernel<<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
+  };
   switch (l.items) {
     case 1:
-      softmax_rows_regs<T, 1>
-          <<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
+      regs(softmax_rows_regs<T, 1>);
       break;
     case 2:
-      softmax_rows_regs<T, 2>
-          <<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
+      regs(softmax_rows_regs<T, 2>);
       break;
     case 4:
-      softmax_rows_regs<T, 4>
-          <<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
+      regs(softmax_rows_regs<T, 4>);
       break;
     case 8:
-      softmax_rows_regs<T, 8>
-          <<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
+      regs(softmax_rows_regs<T, 8>);
       break;
     default: {
       const int threads = len >= 256 ? 256 : int((len + 31) / 32 * 32);

@@ -4,7 +4,7 @@
 // once, as the CPU's scalar path does (CUDA's float versions are up to 2 ulp
 // off, the conformance bounds are tighter). gelu, the one an element-wise
 // benchmark runs, is computed in float with the CPU's SIMD formula: double
-// erfc would make it compute-bound on the H200.
+// erfc would make it compute-bound on the H200 (see bench/NOTES.md).
 #include <cmath>
 
 #include "nascent/backends/cuda/elementwise.cuh"
@@ -43,10 +43,21 @@ NASCENT_DOUBLE_OP(GeluTanh,
 NASCENT_DOUBLE_OP(Silu, v == -INFINITY ? 0.0 : v / (1.0 + ::exp(-v)))
 #undef NASCENT_DOUBLE_OP
 
+// e^x and 1/x from the special-function unit, flushing subnormals: for
+// f16 and bf16 results, whose rounding dwarfs their error.
+NASCENT_D float fast_exp(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));
+  return r;
+}
+NASCENT_D float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // erfc(z) for z >= 0 with z^2 = hi + lo: the CPU's rational fit (relative
-// error 6e-9 on [0, 10]) times e^-(hi + lo) = e^-hi (1 - lo). kFast (for
-// f16 and bf16 results, whose rounding dwarfs a few f32 ulps) uses the
-// hardware's approximate exp and division.
+// error 6e-9 on [0, 10]) times e^-(hi + lo) = e^-hi (1 - lo).
 template <bool kFast>
 NASCENT_D float erfc_positive(float z, float hi, float lo) {
   const float p =
@@ -59,8 +70,8 @@ NASCENT_D float erfc_positive(float z, float hi, float lo) {
                 z, 2.36596465f),
            z, 1.0f);
   if constexpr (kFast) {
-    const float e = __expf(-hi);
-    return __fdividef(p, q) * fmaf(-lo, e, e);
+    const float e = fast_exp(-hi);
+    return p * fast_rcp(q) * fmaf(-lo, e, e);
   } else {
     const float e = expf(-hi);
     return (p / q) * fmaf(-lo, e, e);
@@ -73,17 +84,48 @@ template <bool kFast>
 struct Gelu {
   NASCENT_D float operator()(float x) const {
     if (x != x) return x;
-    if (x == -INFINITY) return 0.0f;
     const float a = fminf(fabsf(x), 16.0f);
     const float hi = a * a;
     const float lo = fmaf(a, a, -hi);
     const float z = a * 0.707106781f;
     const float c = 0.5f * erfc_positive<kFast>(z, hi * 0.5f, lo * 0.5f);
-    return x * (x < 0.0f ? c : 1.0f - c);
+    const float r = x * (x < 0.0f ? c : 1.0f - c);
+    return x == -INFINITY ? 0.0f : r;  // The limit, not -inf * 0.
   }
   NASCENT_D double operator()(double x) const {
     if (x == -INFINITY) return 0.0;
     return 0.5 * x * ::erfc(-x * 0.70710678118654752440);
+  }
+};
+
+// gelu straight from and to f16 or bf16 storage, for the element-wise
+// benchmark's sake (it is bound by instructions, not bytes, otherwise): the
+// special-function unit's exp and reciprocal, no exact x^2 (its rounding is
+// far below the result's), the hardware's rounding to the storage type
+// (NaN comes out of the arithmetic, as a canonical NaN).
+template <class T>
+struct GeluHalf {
+  NASCENT_D T operator()(T v) const {
+    const float x = half_to_float(v);
+    const float a = fminf(fabsf(x), 16.0f);
+    const float z = a * 0.707106781f;
+    const float p =
+        fmaf(fmaf(fmaf(fmaf(0.0327099003f, z, 0.228806391f), z, 0.730739176f),
+                  z, 1.23758483f),
+             z, 1.0f);
+    const float q = fmaf(
+        fmaf(fmaf(fmaf(fmaf(0.0579760745f, z, 0.405575573f), z, 1.32375383f), z,
+                  2.40043521f),
+             z, 2.36596465f),
+        z, 1.0f);
+    const float c = p * fast_rcp(q) * fast_exp(-z * z) * 0.5f;
+    float r = x * (x < 0.0f ? c : 1.0f - c);
+    if (x == -INFINITY) r = 0.0f;
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      return {__bfloat16_as_ushort(__float2bfloat16_rn(r))};
+    } else {
+      return {__half_as_ushort(__float2half_rn(r))};
+    }
   }
 };
 
@@ -240,7 +282,12 @@ bool unary_float(Context& ctx, UnaryOp op, const Tensor& x,
     case UnaryOp::sigmoid:
       return run<T>(ctx, op, x, out, Sigmoid{}), true;
     case UnaryOp::gelu:
-      return run<T>(ctx, op, x, out, Gelu<is_half_v<T>>{}), true;
+      if constexpr (is_half_v<T>) {
+        map1<T, T>(ctx, nascent::name(op), x, out, GeluHalf<T>{});
+        return true;
+      } else {
+        return run<T>(ctx, op, x, out, Gelu<false>{}), true;
+      }
     case UnaryOp::gelu_tanh:
       return run<T>(ctx, op, x, out, GeluTanh{}), true;
     case UnaryOp::silu:
