@@ -1,0 +1,74 @@
+# The CUDA backend (nascent/backends/cuda/): built whenever the CUDA toolkit
+# is found, so that a machine without a GPU (CI) still compiles and links it;
+# its tests skip, saying so, when no device is present.
+#
+#   -DNASCENT_CUDA=AUTO (default)  build it if nvcc is found
+#   -DNASCENT_CUDA=ON              fail the configure without nvcc
+#   -DNASCENT_CUDA=OFF             never build it
+#
+# Device code is compiled for the H100/H200 (sm_90a, which has wgmma and
+# setmaxnreg) with compute_90 PTX embedded, so any newer GPU runs it after
+# the driver compiles the PTX at load.
+
+set(NASCENT_CUDA "AUTO" CACHE STRING
+    "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
+set_property(CACHE NASCENT_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(NASCENT_HAVE_CUDA OFF)
+
+if(NOT NASCENT_WASM AND NOT NASCENT_CUDA STREQUAL "OFF")
+  if(NOT DEFINED ENV{CUDACXX} AND NOT CMAKE_CUDA_COMPILER
+     AND EXISTS "/usr/local/cuda/bin/nvcc")
+    set(CMAKE_CUDA_COMPILER "/usr/local/cuda/bin/nvcc")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # Architectures are given as -gencode flags below.
+    set(CMAKE_CUDA_ARCHITECTURES OFF)
+    if(NASCENT_CCACHE)
+      set(CMAKE_CUDA_COMPILER_LAUNCHER ${NASCENT_CCACHE})
+    endif()
+    enable_language(CUDA)
+    # CMake 3.25 predates nvcc's C++20 support: name the flag for it.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(CMAKE_CUDA_EXTENSIONS OFF)
+    find_package(CUDAToolkit REQUIRED)
+    set(NASCENT_HAVE_CUDA ON)
+    message(STATUS "nascent: building the CUDA backend "
+                   "(CUDA ${CUDAToolkit_VERSION})")
+  elseif(NASCENT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "NASCENT_CUDA=ON but no CUDA compiler was found: put "
+                        "nvcc on PATH or set CUDACXX")
+  else()
+    message(STATUS "nascent: no CUDA toolkit found; the CUDA backend is not "
+                   "built")
+  endif()
+endif()
+
+if(NASCENT_HAVE_CUDA)
+  file(GLOB NASCENT_CUDA_SOURCES CONFIGURE_DEPENDS
+       nascent/backends/cuda/*.cpp nascent/backends/cuda/*.cu)
+  add_library(nascent_cuda STATIC ${NASCENT_CUDA_SOURCES})
+  target_link_libraries(nascent_cuda PUBLIC nascent_core
+                                            CUDA::cudart_static CUDA::cublasLt)
+  set(NASCENT_CUDA_FLAGS
+      -gencode=arch=compute_90a,code=sm_90a
+      -gencode=arch=compute_90,code=compute_90
+      --expt-relaxed-constexpr
+      # "Pointless comparison of unsigned integer with zero": templates over
+      # every integer type compare with zero on purpose.
+      --diag-suppress=186
+      # Host code of .cu files gets the project's warnings (-Wpedantic
+      # complains about nvcc's own line markers).
+      -Xcompiler=-Wall,-Wextra,-Wshadow,-Wno-unused-parameter)
+  if(NASCENT_WERROR)
+    list(APPEND NASCENT_CUDA_FLAGS -Xcompiler=-Werror --Werror=all-warnings)
+  endif()
+  target_compile_options(nascent_cuda PRIVATE
+                         "$<$<COMPILE_LANGUAGE:CUDA>:${NASCENT_CUDA_FLAGS}>")
+endif()

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Runs the CUDA backend's checks and benchmarks on a machine with a GPU, in
+# one go, writing logs to $OUT (default ./cuda-run): the device's state, the
+# CUDA tests (conformance suite cross-checked against the CPU backend, memory
+# and leak tests), the benchmarks against cudaMemcpy and PyTorch, then
+# compute-sanitizer memcheck and racecheck over a subset of the conformance
+# suite (all of it would take hours under the sanitizer).
+#
+#   scripts/cuda_device_run.sh BIN_DIR
+#
+# BIN_DIR holds nascent_tests and cuda_bench (and, in lib/, shared libraries
+# they need that the machine lacks). Each stage has its own time limit, so a
+# hang in one still leaves the others' logs.
+set -uo pipefail
+bin="$(cd "${1:?usage: cuda_device_run.sh BIN_DIR}" && pwd)"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out="${OUT:-$PWD/cuda-run}"
+mkdir -p "$out"
+
+# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry.
+lt="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
+  -name 'libcublasLt.so.13*' 2>/dev/null | head -1)"
+export LD_LIBRARY_PATH="$bin/lib:${lt:+$(dirname "$lt"):}${LD_LIBRARY_PATH:-}"
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
+    --format=csv
+  echo "cuBLASLt: ${lt:-not found}"
+  ldd "$bin/nascent_tests" | grep -E "not found|cublas|hwy|fmt"
+} 2>&1 | tee "$out/env.txt"
+
+# Runs "$@" as $shards gtest shards in parallel (the tests' host side, the
+# float64 references and the CPU cross-check, is the slow part), each with
+# a time limit; logs in $out/$name.N.log.
+shards=8
+sharded() {
+  local name="$1" limit="$2"
+  shift 2
+  echo "=== $name (${shards} shards, limit ${limit}s each): $* ==="
+  local start=$SECONDS i
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$limit" "$@" \
+      > "$out/$name.$i.log" 2>&1 &
+  done
+  wait
+  echo "=== $name: done after $((SECONDS - start)) s ==="
+  cat "$out/$name".*.log > "$out/$name.log"
+  rm -f "$out/$name".*.log
+}
+
+export NASCENT_NUM_THREADS=2
+cuda_tests='*CudaConformance.*:CudaMemory.*:CudaBackend.*'
+sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
+  --gtest_brief=1
+grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
+  "$out/tests.log" | sort | uniq -c | sort -rn | head -40
+
+echo "=== bench ==="
+timeout 80 "$bin/cuda_bench" --json "$out/nascent.json" > "$out/bench.log" 2>&1
+if [[ -s "$out/nascent.json" ]]; then
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/cuda_vs_torch.py \
+    "$out/nascent.json" >> "$out/bench.log" 2>&1
+fi
+tail -22 "$out/bench.log"
+# The row kernels' block size, three ways (NASCENT_CUDA_ROW_THREADS).
+for t in 64 128 256; do
+  echo "row threads $t:"
+  NASCENT_CUDA_ROW_THREADS=$t timeout 30 "$bin/cuda_bench" --rows-only |
+    grep -E "softmax|rms_norm"
+done 2>&1 | tee -a "$out/bench.log"
+
+# Sanitizers on the bare backend: memcheck over the whole conformance suite,
+# racecheck over the kernels that share memory between threads.
+export NASCENT_CUDA_CROSS_CHECK=0
+# MEMCHECK_FILTER and RACECHECK_FILTER narrow them for a quick re-run.
+sharded memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin/nascent_tests" --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-*CudaConformance.*:CudaMemory.RaiiReturnsBlocksToTheCacheAndTrimToTheDriver}"
+grep -aE "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$out/memcheck.log" |
+  sort | uniq -c
+subset=''
+for op in sum mean argmax var logsumexp softmax log_softmax rms_norm \
+  layer_norm; do
+  subset+="*CudaConformance.*/$op:"
+done
+sharded racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  "$bin/nascent_tests" --gtest_filter="${RACECHECK_FILTER:-$subset}" \
+  --gtest_brief=1
+grep -aE "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$out/racecheck.log" |
+  sort | uniq -c
+
+# Instruction counts of the element-wise gelu kernels (for bench/NOTES.md).
+if command -v cuobjdump > /dev/null; then
+  cuobjdump -sass "$bin/nascent_tests" 2> /dev/null | awk '
+    /Function : / { name = $3; n[name] = 0 }
+    /^ +\/\*[0-9a-f]+\*\/ / { if (name != "") n[name]++ }
+    END { for (k in n) if (k ~ /map1_flat.*Gelu/) print n[k], k }' \
+    > "$out/sass.txt"
+fi

@@ -1,0 +1,85 @@
+// A Backend that runs every op on the CUDA backend and again on the CPU
+// backend, on host copies of the same inputs, and fails the current test
+// when the results differ by more than the op family allows. Tensors made
+// through it live on the GPU; the conformance cases then also compare the
+// GPU's results with their float64 references.
+#pragma once
+
+#include <string>
+
+#include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cuda/backend.h"
+
+namespace nascent::cuda::testing {
+
+class CrossCheckBackend final : public nascent::Backend {
+ public:
+  CrossCheckBackend(cuda::Backend& gpu, cpu::Backend& cpu)
+      : gpu_(gpu), cpu_(cpu) {}
+  std::string name() const override { return gpu_.name() + "+cpu"; }
+  // Ops compared so far, and mismatching results (for the test's summary).
+  int compared() const { return compared_; }
+
+  std::shared_ptr<BackendData> allocate(size_t nbytes) override {
+    return gpu_.allocate(nbytes);
+  }
+  std::shared_ptr<BackendData> upload(const void* host,
+                                      size_t nbytes) override {
+    return gpu_.upload(host, nbytes);
+  }
+  HostBytes materialize(const Tensor& t) override {
+    return gpu_.materialize(t);
+  }
+  void release(Tensor& t) override { gpu_.release(t); }
+  void set_persistent(const Tensor& t, bool p) override {
+    gpu_.set_persistent(t, p);
+  }
+  bool is_persistent(const Tensor& t) const override {
+    return gpu_.is_persistent(t);
+  }
+  void trim() override { gpu_.trim(); }
+  MemoryStats memory_stats() const override { return gpu_.memory_stats(); }
+
+  void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
+  void random(RandomOp op, const RandomParams& p, Tensor& out) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
+             Tensor& out) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b,
+              Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             Tensor& out) override;
+  void reduce(ReduceOp op, const Tensor& x, const std::vector<int>& axes,
+              const ReduceParams& p, Tensor& out) override;
+  void scan(ScanOp op, const Tensor& x, int axis, Tensor& out) override;
+  void matmul(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void conv2d(ConvOp op, const Tensor& a, const Tensor& b, const Tensor* bias,
+              const Conv2dParams& p, Tensor& out) override;
+  void pool2d(PoolOp op, const Tensor& x, const Tensor* indices,
+              const Pool2dParams& p, Tensor& out, Tensor* out_indices) override;
+  void softmax(SoftmaxOp op, const Tensor& x, int axis, Tensor& out) override;
+  void norm(NormOp op, const Tensor& x, const Tensor* weight,
+            const Tensor* bias, double eps, Tensor& out, Tensor* mean,
+            Tensor* rstd) override;
+  void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
+             const Tensor* src, Tensor& out) override;
+
+ private:
+  // How closely the GPU must follow the CPU: bit for bit (selections,
+  // integer and IEEE-exact arithmetic), within a few roundings (element-wise
+  // math), or within the error of a long sum (reductions, products).
+  enum class Tolerance { exact, elementwise, sums };
+
+  // A CPU copy of t's whole storage, viewed as t is.
+  Tensor shadow(const Tensor& t);
+  // The same view bound to the GPU backend (reads must not come back here).
+  Tensor on_gpu(const Tensor& t);
+  void compare(const char* op, const Tensor& gpu, const Tensor& cpu,
+               Tolerance tol);
+
+  cuda::Backend& gpu_;
+  cpu::Backend& cpu_;
+  int compared_ = 0;
+};
+
+}  // namespace nascent::cuda::testing
