@@ -2,15 +2,16 @@
 // backward and an SGD step (momentum 0.9) per batch, on random batches held
 // in memory, timed for about --seconds after three warm-up steps. Prints
 // "images/s: N". bench/train_torch.py runs it beside PyTorch (see
-// bench/run_train_bench.sh and NOTES.md).
+// bench/run_train_bench.sh and NOTES.md); --device cuda trains on the GPU
+// (bench/train_torch.py --device cuda compares with PyTorch eager there).
 #include <chrono>
 #include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/device.h"
 #include "nascent/models/fashion_mnist.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   int64_t batch = 64;
   double seconds = 2.0;
+  std::string device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i], value = argv[i + 1];
     if (key == "--model") {
@@ -27,17 +29,19 @@ int main(int argc, char** argv) {
       threads = std::atoi(value.c_str());
     } else if (key == "--batch") {
       batch = std::atoll(value.c_str());
+    } else if (key == "--device") {
+      device = value;
     } else if (key == "--seconds") {
       seconds = std::atof(value.c_str());
     } else {
       fmt::print(stderr,
                  "usage: train_bench [--model cnn|mlp] [--threads N] "
-                 "[--batch N] [--seconds S]\n");
+                 "[--batch N] [--seconds S] [--device cpu|cuda]\n");
       return 2;
     }
   }
   cpu::set_num_threads(threads);
-  cpu::Backend cpu;
+  std::unique_ptr<Backend> backend = make_backend(device);
   models::TrainOptions o;
   o.model = model;
   o.optimizer = "sgd";
@@ -45,7 +49,7 @@ int main(int argc, char** argv) {
   o.momentum = 0.9;
   o.schedule = "constant";
   o.batch_size = batch;
-  models::ClassifierTrainer trainer(o, cpu, 60000);
+  models::ClassifierTrainer trainer(o, *backend, 60000);
   std::vector<data::Batch> batches;
   for (uint64_t i = 0; i < 8; ++i) {
     Tensor labels = floor(rand({batch}, trainer.backend(), 100 + i) * 10.0)
@@ -60,13 +64,21 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   int64_t timed = 0;
   double elapsed = 0.0;
+  // A GPU's steps are only enqueued here: the loss of the last one, read
+  // back after the loop, waits for all of them before the clock stops.
+  Tensor loss;
   while (elapsed < seconds || timed < 5) {
-    trainer.step(batches[size_t(step++) % 8]).item<float>();
+    loss = trainer.step(batches[size_t(step++) % 8]);
+    if (device == "cpu") loss.item<float>();
     ++timed;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  fmt::print("{} batch {} threads {}: {} steps in {:.2f} s, images/s: {:.1f}\n",
-             model, batch, cpu::num_threads(), timed, elapsed,
-             double(timed * batch) / elapsed);
+  loss.item<float>();
+  elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  fmt::print("{} batch {} {}: {} steps in {:.2f} s, images/s: {:.1f}\n", model,
+             batch,
+             device == "cpu" ? fmt::format("threads {}", cpu::num_threads())
+                             : backend->name(),
+             timed, elapsed, double(timed * batch) / elapsed);
   return 0;
 }

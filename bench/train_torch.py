@@ -10,6 +10,10 @@ cross-entropy, backward and an SGD step with momentum 0.9, on batches of
 random images held in memory (data loading is left out of both).
 
     bench/run_train_bench.sh [threads 1,2] [rounds] [batch]
+    train_torch.py --device cuda --nascent build/bench/train_bench  # GPU
+
+On a GPU (--device cuda) both train there, PyTorch eager against nascent's
+CUDA backend; each round's clock stops after the device has finished.
 
 Needs Debian's /usr/bin/python3 with python3-torch (1.13)."""
 import argparse
@@ -34,13 +38,15 @@ def make_model(name):
 
 
 class TorchRunner:
-    def __init__(self, model, batch):
+    def __init__(self, model, batch, device):
         torch.manual_seed(0)
-        self.model = make_model(model)
+        self.device = device
+        self.model = make_model(model).to(device)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01,
                                    momentum=0.9)
-        self.batches = [(torch.randn(batch, 1, 28, 28),
-                         torch.randint(0, 10, (batch,))) for _ in range(8)]
+        self.batches = [(torch.randn(batch, 1, 28, 28, device=device),
+                         torch.randint(0, 10, (batch,), device=device))
+                        for _ in range(8)]
         self.batch = batch
         self.i = 0
 
@@ -52,9 +58,14 @@ class TorchRunner:
         loss.backward()
         self.opt.step()
 
+    def sync(self):
+        if self.device != "cpu":
+            torch.cuda.synchronize()
+
     def round(self, seconds):
         for _ in range(3):
             self.step()
+        self.sync()
         steps = 0
         start = time.perf_counter()
         while True:
@@ -62,13 +73,15 @@ class TorchRunner:
             steps += 1
             elapsed = time.perf_counter() - start
             if elapsed >= seconds and steps >= 5:
+                self.sync()
+                elapsed = time.perf_counter() - start
                 return steps * self.batch / elapsed
 
 
-def nascent_round(binary, model, threads, batch, seconds):
+def nascent_round(binary, model, threads, batch, seconds, device):
     out = subprocess.run(
         [binary, "--model", model, "--threads", str(threads), "--batch",
-         str(batch), "--seconds", str(seconds)],
+         str(batch), "--seconds", str(seconds), "--device", device],
         check=True, capture_output=True, text=True).stdout
     m = re.search(r"images/s: ([0-9.]+)", out)
     if not m:
@@ -83,17 +96,18 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--seconds", type=float, default=2.0)
     p.add_argument("--models", default="cnn,mlp")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--nascent", help="train_bench binary; PyTorch only if "
                    "absent")
     a = p.parse_args()
-    print(f"torch {torch.__version__}, batch {a.batch}, best of {a.rounds} "
-          f"rounds of ~{a.seconds} s, images/s")
+    print(f"torch {torch.__version__} on {a.device}, batch {a.batch}, best "
+          f"of {a.rounds} rounds of ~{a.seconds} s, images/s")
     print("| model | threads | nascent | PyTorch | ratio |")
     print("|---|---|---|---|---|")
     for model in a.models.split(","):
         for threads in [int(t) for t in a.threads.split(",")]:
             torch.set_num_threads(threads)
-            runner = TorchRunner(model, a.batch)
+            runner = TorchRunner(model, a.batch, a.device)
             best_t = best_n = 0.0
             for _ in range(a.rounds):
                 # Let the other side's spinning workers park first.
@@ -102,7 +116,8 @@ def main():
                 if a.nascent:
                     time.sleep(0.05)
                     best_n = max(best_n, nascent_round(
-                        a.nascent, model, threads, a.batch, a.seconds))
+                        a.nascent, model, threads, a.batch, a.seconds,
+                        a.device))
             ratio = f"{best_n / best_t:.2f}" if a.nascent else "-"
             nascent = f"{best_n:.0f}" if a.nascent else "-"
             print(f"| {model} | {threads} | {nascent} | {best_t:.0f} | "

@@ -8,9 +8,12 @@
 #
 #   scripts/cuda_device_run.sh BIN_DIR
 #
-# BIN_DIR holds nascent_tests and cuda_bench (and, in lib/, shared libraries
-# they need that the machine lacks). Each stage has its own time limit, so a
-# hang in one still leaves the others' logs.
+# BIN_DIR holds nascent_tests, cuda_bench, train_bench and nascent (and, in
+# lib/, shared libraries they need that the machine lacks); DATA, when set,
+# is a folder with Fashion-MNIST's IDX files for a `nascent train` on the
+# GPU. STAGES picks stages (default "tests bench train sanitize"; a device
+# call lasts at most 10 minutes, so two calls may split them). Each stage has
+# its own time limit, so a hang in one still leaves the others' logs.
 set -uo pipefail
 bin="$(cd "${1:?usage: cuda_device_run.sh BIN_DIR}" && pwd)"
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,13 +51,20 @@ sharded() {
   rm -f "$out/$name".*.log
 }
 
+stages=" ${STAGES:-tests bench train sanitize} "
+want() { [[ "$stages" == *" $1 "* ]]; }
+
 export NASCENT_NUM_THREADS=2
-cuda_tests='*CudaConformance.*:CudaMemory.*:CudaBackend.*'
+if want tests; then
+cuda_tests="${TEST_FILTER:-*CudaConformance.*:Cuda*}"
 sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
   --gtest_brief=1
 grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
   "$out/tests.log" | sort | uniq -c | sort -rn | head -40
 
+fi
+
+if want bench; then
 echo "=== bench ==="
 timeout 80 "$bin/cuda_bench" --json "$out/nascent.json" > "$out/bench.log" 2>&1
 if [[ -s "$out/nascent.json" ]]; then
@@ -69,8 +79,28 @@ for t in 64 128 256; do
     grep -E "softmax|rms_norm"
 done 2>&1 | tee -a "$out/bench.log"
 
+fi
+
+# Training on the GPU: nascent's CUDA backend against PyTorch eager on the
+# same models, batches and optimizer (bench/train_torch.py), then the main
+# job itself on the GPU when the dataset came along.
+if want train; then
+echo "=== train ==="
+for batch in 64 256; do
+  timeout 120 python3 bench/train_torch.py --device cuda --threads 1 \
+    --rounds 3 --seconds 2 --batch "$batch" --nascent "$bin/train_bench"
+done 2>&1 | tee "$out/train.log"
+if [[ -n "${DATA:-}" ]]; then
+  (cd "$out" && timeout 180 "$bin/nascent" train --device cuda --epochs 3 \
+    --data "$DATA" -o gpu.safetensors && rm -f gpu.safetensors) 2>&1 |
+    grep -v "^epoch .*\[" | tee -a "$out/train.log"
+fi
+
+fi
+
 # Sanitizers on the bare backend: memcheck over the whole conformance suite,
 # racecheck over the kernels that share memory between threads.
+if want sanitize; then
 export NASCENT_CUDA_CROSS_CHECK=0
 # MEMCHECK_FILTER and RACECHECK_FILTER narrow them for a quick re-run.
 sharded memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -95,4 +125,5 @@ if command -v cuobjdump > /dev/null; then
     /^ +\/\*[0-9a-f]+\*\/ / { if (name != "") n[name]++ }
     END { for (k in n) if (k ~ /map1_flat.*Gelu/) print n[k], k }' \
     > "$out/sass.txt"
+fi
 fi

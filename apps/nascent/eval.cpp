@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
-#include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/device.h"
 #include "nascent/data/dataset.h"
 #include "nascent/models/fashion_mnist.h"
 
@@ -16,6 +16,7 @@ struct Args {
   std::string checkpoint;
   std::string data_dir = nascent::data::default_fashion_mnist_dir();
   int threads = 0;
+  std::string device = "cpu";
   int64_t batch_size = 1000;
 };
 
@@ -26,8 +27,8 @@ int eval(const Args& args) {
       models::ClassifierTrainer::checkpoint_options(args.checkpoint);
   data::ImageDataset test_set =
       data::load_fashion_mnist(args.data_dir, data::Split::test);
-  cpu::Backend cpu;
-  models::ClassifierTrainer trainer(o, cpu, 60000);
+  std::unique_ptr<Backend> device = make_backend(args.device);
+  models::ClassifierTrainer trainer(o, *device, 60000);
   trainer.load(args.checkpoint);
   const auto start = std::chrono::steady_clock::now();
   models::EvalResult r = trainer.evaluate(test_set, args.batch_size);
@@ -38,9 +39,10 @@ int eval(const Args& args) {
              trainer.steps(), trainer.epoch);
   fmt::print(
       "test accuracy {:.2f}% on {} images, loss {:.4f} ({:.0f} "
-      "images/s, {} threads)\n",
+      "images/s, {})\n",
       100.0 * r.accuracy, r.count, r.loss, double(r.count) / s,
-      cpu::num_threads());
+      args.device == "cpu" ? fmt::format("{} threads", cpu::num_threads())
+                           : device->name());
   return 0;
 }
 
@@ -59,6 +61,9 @@ NASCENT_COMMAND("eval", "test accuracy of a checkpoint of `nascent train`",
                                  "CPU threads (default: NASCENT_NUM_THREADS "
                                  "or all cores)")
                       ->check(CLI::Range(1, 1024));
+                  sub.add_option("-d,--device", args->device,
+                                 "where to run: cpu, cuda or cuda:N")
+                      ->capture_default_str();
                   sub.add_option("-b,--batch-size", args->batch_size,
                                  "images per forward pass")
                       ->check(CLI::Range(1, 100000))

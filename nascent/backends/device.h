@@ -1,0 +1,23 @@
+// Backends by name, for programs that let their user pick where to run:
+// "cpu", "cuda" (device 0) or "cuda:N". Lives outside core, which never
+// names a backend; the CUDA backend is offered only in builds that have it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nascent/core/backend.h"
+
+namespace nascent {
+
+// A new backend for `device`. ValueError naming the device and the choices
+// when the name is unknown or this build has no CUDA backend; BackendError
+// when the build has one but the device is missing.
+std::unique_ptr<Backend> make_backend(const std::string& device);
+
+// The device names this build understands ("cpu", and "cuda" when the CUDA
+// backend is compiled in, whether or not a GPU is present).
+std::vector<std::string> device_names();
+
+}  // namespace nascent
