@@ -14,7 +14,7 @@
 // driver, and running out of memory raises nascent::OutOfMemory after one
 // trim-and-retry. One file per op family: copy.cu, random.cu, unary.cu,
 // binary.cu, reduce.cu, scan.cu, softmax.cu, norm.cu, index.cu, pool.cu,
-// conv.cu, matmul.cpp.
+// conv.cu, matmul.cpp, quant.cu.
 //
 // This header holds no CUDA types, so host code that only uses the backend
 // compiles with any C++ compiler.
@@ -88,6 +88,8 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
+             Tensor& out) override;
 
  private:
   std::shared_ptr<Context> ctx_;

@@ -109,16 +109,19 @@ struct GeluHalf {
     const float x = half_to_float(v);
     const float a = fminf(fabsf(x), 16.0f);
     const float z = a * 0.707106781f;
+    // erfc_positive's numerator halved (the exact halves of its
+    // coefficients), so c = erfc(z) / 2 costs no multiply by 1/2: the same
+    // bits for every f16 and bf16 input, one instruction less an element.
     const float p =
-        fmaf(fmaf(fmaf(fmaf(0.0327099003f, z, 0.228806391f), z, 0.730739176f),
-                  z, 1.23758483f),
-             z, 1.0f);
+        fmaf(fmaf(fmaf(fmaf(0.01635495015f, z, 0.1144031955f), z, 0.365369588f),
+                  z, 0.618792415f),
+             z, 0.5f);
     const float q = fmaf(
         fmaf(fmaf(fmaf(fmaf(0.0579760745f, z, 0.405575573f), z, 1.32375383f), z,
                   2.40043521f),
              z, 2.36596465f),
         z, 1.0f);
-    const float c = p * fast_rcp(q) * fast_exp(-z * z) * 0.5f;
+    const float c = p * fast_rcp(q) * fast_exp(-z * z);
     float r = x * (x < 0.0f ? c : 1.0f - c);
     if (x == -INFINITY) r = 0.0f;
     if constexpr (std::is_same_v<T, bfloat16>) {

@@ -246,4 +246,24 @@ void CrossCheckBackend::index(IndexOp op, const Tensor& x, int axis,
   compare(nascent::name(op), out, co, Tolerance::exact);
 }
 
+void CrossCheckBackend::quant(QuantOp op, QuantType type, const Tensor& w,
+                              const Tensor* x, Tensor& out) {
+  Tensor cw = shadow(w);
+  if (op == QuantOp::dequantize) {
+    Tensor co = shadow(out);
+    gpu_.quant(op, type, w, x, out);
+    cpu_.quant(op, type, cw, nullptr, co);
+    compare(nascent::name(op), out, co, Tolerance::exact);
+    return;
+  }
+  // The CPU's reference: W decoded to f32 [N, K], then x @ W^T.
+  const int64_t n = w.shape(0), k = x->shape(1);
+  Tensor cx = shadow(*x), co = shadow(out);
+  Tensor wf = Tensor::empty({n, k}, DType::f32, cpu_);
+  cpu_.quant(QuantOp::dequantize, type, cw, nullptr, wf);
+  gpu_.quant(op, type, w, x, out);
+  cpu_.matmul(cx, wf.transpose(0, 1), co);
+  compare(nascent::name(op), out, co, Tolerance::sums);
+}
+
 }  // namespace nascent::cuda::testing

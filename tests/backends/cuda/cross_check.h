@@ -63,6 +63,11 @@ class CrossCheckBackend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  // dequantize must match the CPU bit for bit; qmatmul is compared with the
+  // CPU's f32 product of the CPU-decoded weights (the CPU's own qmatmul
+  // rounds x to 8 bits, the GPU's does not).
+  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
+             Tensor& out) override;
 
  private:
   // How closely the GPU must follow the CPU: bit for bit (selections,
