@@ -72,13 +72,11 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
-# The row kernels: a warp per row (the default for rows that fit) against
-# a block per row of 64, 128 and 256 threads (NASCENT_CUDA_ROW_MODE=block,
-# NASCENT_CUDA_ROW_THREADS).
+# The row kernels' block size, three ways (NASCENT_CUDA_ROW_THREADS).
 for t in 64 128 256; do
-  echo "block per row, $t threads:"
-  NASCENT_CUDA_ROW_MODE=block NASCENT_CUDA_ROW_THREADS=$t timeout 30 \
-    "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
+  echo "row threads $t:"
+  NASCENT_CUDA_ROW_THREADS=$t timeout 30 "$bin/cuda_bench" --rows-only |
+    grep -E "softmax|rms_norm"
 done 2>&1 | tee -a "$out/bench.log"
 
 fi

@@ -108,78 +108,6 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   }
 }
 
-// The same with a warp per row (rows.cuh): lane `lane` holds vectors
-// it * 32 + lane, and the reductions are shuffles.
-template <class T, int kItems>
-__global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-    norm_rows_warp(NormArgs<T> a) {
-  using C = compute_t<T>;
-  constexpr int V = 16 / sizeof(T);
-  using VT = Vec<T, V>;
-  const int lane = int(threadIdx.x % 32);
-  const int64_t nvec = a.cols / V;
-  // row is the same for the whole warp, so the shuffles see every lane.
-  for (int64_t row = warp_first_row(); row < a.rows; row += warp_row_step()) {
-    VT v[kItems];
-    load_row_warp<kItems>(v, a.x + row * a.cols, nvec, lane);
-    // A lane's values sum in the compute type, the warp in double.
-    C part = 0;
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      if (int64_t(it) * 32 + lane < nvec) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          const C d = convert<C>(v[it].v[k]);
-          part += a.rms ? d * d : d;
-        }
-      }
-    }
-    const double s = warp_reduce(double(part), SumOp());
-    double mean = 0, var;
-    if (a.rms) {
-      var = s / double(a.cols);
-    } else {
-      mean = s / double(a.cols);
-      const C cmean = C(mean);
-      C q = 0;
-#pragma unroll
-      for (int it = 0; it < kItems; ++it) {
-        if (int64_t(it) * 32 + lane < nvec) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) {
-            const C d = convert<C>(v[it].v[k]) - cmean;
-            q += d * d;
-          }
-        }
-      }
-      var = warp_reduce(double(q), SumOp()) / double(a.cols);
-    }
-    const double rstd = 1.0 / ::sqrt(var + a.eps);
-    const C cm = C(mean), cr = C(rstd);
-    VT* yr = reinterpret_cast<VT*>(a.y + row * a.cols);
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * 32 + lane;
-      if (j < nvec) {
-        VT w, b, out;
-        if (a.w) w = reinterpret_cast<const VT*>(a.w)[j];
-        if (a.b) b = reinterpret_cast<const VT*>(a.b)[j];
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          out.v[k] = convert<T>(affine(convert<C>(v[it].v[k]), cm, cr,
-                                       a.w ? convert<C>(w.v[k]) : C(1),
-                                       a.b ? convert<C>(b.v[k]) : C(0)));
-        }
-        yr[j] = out;
-      }
-    }
-    if (lane == 0) {
-      if (a.mean && !a.rms) a.mean[row] = cm;
-      if (a.rstd) a.rstd[row] = cr;
-    }
-  }
-}
-
 // Any row length: the row is read once per pass.
 template <class T>
 __global__ void __launch_bounds__(256) norm_rows_plain(NormArgs<T> a) {
@@ -226,27 +154,7 @@ void norm_typed(Context& ctx, const NormArgs<T>& a) {
   const bool aligned = aligned16(a.x) && aligned16(a.y) &&
                        (a.w == nullptr || aligned16(a.w)) &&
                        (a.b == nullptr || aligned16(a.b));
-  const int vec = 16 / int(sizeof(T));
-  auto warp = [&](auto kernel) {
-    kernel<<<warp_rows_grid(a.rows), kWarpRowsPerBlock * 32, 0, ctx.stream>>>(
-        a);
-    check_launch("norm");
-  };
-  switch (warp_row_items(a.cols, vec, aligned)) {
-    case 1:
-      return warp(norm_rows_warp<T, 1>);
-    case 2:
-      return warp(norm_rows_warp<T, 2>);
-    case 4:
-      return warp(norm_rows_warp<T, 4>);
-    case 8:
-      return warp(norm_rows_warp<T, 8>);
-    case 16:
-      return warp(norm_rows_warp<T, 16>);
-    default:
-      break;
-  }
-  const RowLayout l = row_layout(a.cols, vec, aligned);
+  const RowLayout l = row_layout(a.cols, 16 / int(sizeof(T)), aligned);
   auto regs = [&](auto kernel) {
     kernel<<<grid, l.threads, 0, ctx.stream>>>(a);
   };

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 
 #include "nascent/backends/cuda/device.cuh"
 
@@ -96,68 +95,6 @@ inline RowLayout row_layout(int64_t cols, int vec, bool aligned) {
     }
   }
   return l;
-}
-
-// Rows of at most 16 vectors a lane take a warp each, kWarpRowsPerBlock to
-// a block: the passes over a row then meet in shuffles only, with no
-// __syncthreads or shared memory between them, and a block's rows are in
-// flight together. NASCENT_CUDA_ROW_MODE=block sends them to the
-// block-per-row kernels instead (for comparison on the benchmark shapes).
-inline constexpr int kWarpRowsPerBlock = 4;
-
-inline bool warp_rows_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("NASCENT_CUDA_ROW_MODE");
-    return v == nullptr || std::string(v) != "block";
-  }();
-  return enabled;
-}
-
-// Vectors per lane for the warp-per-row kernels; 0 when the row does not
-// fit them (or they are switched off).
-inline int warp_row_items(int64_t cols, int vec, bool aligned) {
-  if (!aligned || cols % vec != 0 || cols == 0 || !warp_rows_enabled()) {
-    return 0;
-  }
-  const int64_t nvec = cols / vec;
-  for (int items : {1, 2, 4, 8, 16}) {
-    if (nvec <= 32 * int64_t(items)) return items;
-  }
-  return 0;
-}
-
-// Reduces v over the warp with op and gives every lane lane 0's result: a
-// fixed tree, so every lane (and every run) sees the same bits.
-template <class A, class Op>
-NASCENT_D A warp_reduce(A v, Op op) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-// The row a warp starts on and the step to its next one.
-NASCENT_D int64_t warp_first_row() {
-  return int64_t(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32;
-}
-NASCENT_D int64_t warp_row_step() {
-  return int64_t(gridDim.x) * kWarpRowsPerBlock;
-}
-
-// Loads lane `lane`'s vectors (it * 32 + lane) of a row of nvec vectors.
-template <int kItems, class T, int V>
-NASCENT_D void load_row_warp(Vec<T, V> (&v)[kItems], const T* row, int64_t nvec,
-                             int lane) {
-  const Vec<T, V>* xr = reinterpret_cast<const Vec<T, V>*>(row);
-#pragma unroll
-  for (int it = 0; it < kItems; ++it) {
-    const int64_t j = int64_t(it) * 32 + lane;
-    if (j < nvec) v[it] = xr[j];
-  }
-}
-
-inline unsigned warp_rows_grid(int64_t rows) {
-  return unsigned(std::min<int64_t>(
-      (rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock, 1 << 20));
 }
 
 }  // namespace nascent::cuda

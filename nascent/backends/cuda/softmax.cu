@@ -98,61 +98,6 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   }
 }
 
-// The same with a warp per row (rows.cuh): lane `lane` holds vectors
-// it * 32 + lane, and the two reductions are shuffles.
-template <class T, int kItems>
-__global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-    softmax_rows_warp(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
-  using C = compute_t<T>;
-  constexpr int V = 16 / sizeof(T);
-  using VT = Vec<T, V>;
-  const int lane = int(threadIdx.x % 32);
-  const int64_t nvec = cols / V;
-  // row is the same for the whole warp, so the shuffles see every lane.
-  for (int64_t row = warp_first_row(); row < rows; row += warp_row_step()) {
-    VT v[kItems];
-    load_row_warp<kItems>(v, x + row * cols, nvec, lane);
-    C m = -INFINITY;
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      if (int64_t(it) * 32 + lane < nvec) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) m = MaxOp()(m, convert<C>(v[it].v[k]));
-      }
-    }
-    m = warp_reduce(m, MaxOp());
-    C part = 0;
-    if (m == m) {
-#pragma unroll
-      for (int it = 0; it < kItems; ++it) {
-        if (int64_t(it) * 32 + lane < nvec) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) {
-            part += exp_row<T>(convert<C>(v[it].v[k]) - m);
-          }
-        }
-      }
-    }
-    const double sum = warp_reduce(double(part), SumOp());
-    const C scale = log ? log_c<C>(sum) : C(1.0 / sum);
-    VT* yr = reinterpret_cast<VT*>(y + row * cols);
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * 32 + lane;
-      if (j < nvec) {
-        VT out;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          const C t = convert<C>(v[it].v[k]) - m;
-          const C r = log ? t - scale : exp_row<T>(t) * scale;
-          out.v[k] = convert<T>(m != m ? m : r);  // A NaN row stays NaN.
-        }
-        yr[j] = out;
-      }
-    }
-  }
-}
-
 // Any row length: three passes over the row (max, sum, write).
 template <class T>
 __global__ void __launch_bounds__(256)
@@ -234,29 +179,9 @@ void softmax_typed(Context& ctx, const Tensor& x, int axis, bool log,
     return;
   }
   const int64_t rows = outer;
-  const int vec = 16 / int(sizeof(T));
-  const bool aligned = aligned16(px) && aligned16(py);
-  auto warp = [&](auto kernel) {
-    kernel<<<warp_rows_grid(rows), kWarpRowsPerBlock * 32, 0, ctx.stream>>>(
-        px, py, rows, len, log);
-    check_launch("softmax");
-  };
-  switch (warp_row_items(len, vec, aligned)) {
-    case 1:
-      return warp(softmax_rows_warp<T, 1>);
-    case 2:
-      return warp(softmax_rows_warp<T, 2>);
-    case 4:
-      return warp(softmax_rows_warp<T, 4>);
-    case 8:
-      return warp(softmax_rows_warp<T, 8>);
-    case 16:
-      return warp(softmax_rows_warp<T, 16>);
-    default:
-      break;
-  }
   const unsigned grid = unsigned(std::min<int64_t>(rows, 1 << 20));
-  const RowLayout l = row_layout(len, vec, aligned);
+  const RowLayout l =
+      row_layout(len, 16 / int(sizeof(T)), aligned16(px) && aligned16(py));
   auto regs = [&](auto kernel) {
     kernel<<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
   };
