@@ -29,12 +29,12 @@ CpuModel::CpuModel(Config config, std::shared_ptr<const gguf::Reader> file,
   load_weights();
   const Config& c = config_;
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    // Zeroed so that positions not yet written hold finite values (masked
-    // scores multiply them by 0).
+    // Left uninitialised: attention reads only positions already written,
+    // and untouched pages of a large allocation cost no memory.
     k_cache_.push_back(
-        zeros({c.n_head_kv, n_ctx_, c.head_dim}, backend, DType::f32));
+        Tensor::empty({c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
     v_cache_.push_back(
-        zeros({c.n_head_kv, n_ctx_, c.head_dim}, backend, DType::f32));
+        Tensor::empty({c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
   }
 }
 
