@@ -109,7 +109,10 @@ GenerateResult Generator::generate_tokens(std::span<const TokenId> prompt,
   if (done) r.prompt_ms = ms_since(t_prompt);
   while (!done) {
     const std::vector<float> row = logits.to_vector<float>();
-    const TokenId id = sampler_.sample(row);
+    // A model may have more rows than the vocabulary has tokens (padding):
+    // those ids have no text and are never sampled.
+    const TokenId id =
+        sampler_.sample(std::span<const float>(row).first(tokenizer_.size()));
     sampler_.accept(id);
     r.tokens.push_back(id);
     if (r.tokens.size() == 1) {

@@ -176,5 +176,31 @@ TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
   testing::expect_error<ValueError>([&] { make(o); }, {"stop"});
 }
 
+TEST(Generator, NeverSamplesPaddingRows) {
+  // 40 output rows more than the vocabulary has tokens: at temperature 3
+  // with no truncation, 60 draws would hit them about 8 times if they could
+  // be sampled.
+  testing::TempDir dir;
+  ModelSpec s;
+  s.extra = byte_vocab({});
+  s.n_vocab = 259 + 40;
+  write_model(s, dir.file("m.gguf"));
+  cpu::Backend& b = backend();
+  auto model = llama::load(dir.file("m.gguf"), b);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file().metadata());
+  ASSERT_EQ(tok.size(), 259u);
+  GenerateOptions o;
+  o.sampling.temperature = 3.0f;
+  o.sampling.top_k = 0;
+  o.sampling.top_p = 1.0f;
+  o.sampling.min_p = 0.0f;
+  o.ignore_eos = true;
+  o.max_tokens = 60;
+  Generator gen(model, tok, o);
+  const GenerateResult r = gen.generate("ab");
+  EXPECT_EQ(r.tokens.size(), 60u);
+  for (const TokenId id : r.tokens) EXPECT_LT(id, 259);
+}
+
 }  // namespace
 }  // namespace nascent::test
