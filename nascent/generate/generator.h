@@ -2,8 +2,10 @@
 // the model in one batch, then sample token after token, streaming the text
 // as it forms (whole UTF-8 characters only, stop strings cut out).
 //
+//   GenerateOptions options;
+//   options.max_tokens = 64;
 //   Generator gen(model, Tokenizer::from_gguf(model->file().metadata()),
-//                 {.max_tokens = 64});
+//                 options);
 //   GenerateResult r = gen.generate("Once upon a time",
 //       [](std::string_view text) { std::fputs(...); return true; });
 //
