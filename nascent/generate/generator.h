@@ -11,7 +11,8 @@
 //
 // The generator remembers which tokens the model's KV cache holds: a prompt
 // that starts with them (the next turn of a chat, rendered in full) only
-// evaluates the new tokens.
+// evaluates the new tokens. Call reset() after running the model yourself
+// between two calls: the generator cannot see what that did to the cache.
 #pragma once
 
 #include <cstdint>
