@@ -32,7 +32,10 @@ class ConvNode final : public detail::Node {
       case ConvOp::conv2d:  // a = x, b = w
         if (needs(0)) out[0] = conv2d_backward_input(g, b, a_shape_, p_);
         if (needs(1)) out[1] = conv2d_backward_weight(a, g, b_shape_, p_);
-        if (needs(2)) out[2] = sum(g, {0, 2, 3});
+        // Per image and channel first (contiguous rows, the backends' fast
+        // case), then over the batch: one sum over {0, 2, 3} walks strided
+        // runs.
+        if (needs(2)) out[2] = sum(sum(g, {2, 3}), {0});
         break;
       case ConvOp::conv2d_backward_input:  // a = grad_out, b = w
         if (needs(0)) out[0] = conv2d(g, b, nullptr, p_);
