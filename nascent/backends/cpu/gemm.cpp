@@ -1,11 +1,14 @@
-// GEMM entry points: split C into blocks (one per thread, two per thread
-// for big products) and run the packed single-thread GEMM (gemm_kernel.cpp)
-// on each; m == 1 or n == 1 goes to the matrix-vector kernels
-// (gemv_kernel.cpp) instead, split over the output.
-//
-// Blocks are independent (each task packs its own panels), so no barrier
-// is needed; the price is that A is packed once per column block and B once
-// per row block, which is O(mk + kn) against O(mnk) of arithmetic.
+// GEMM entry points: m == 1 or n == 1 goes to the matrix-vector kernels
+// (gemv_kernel.cpp), split over the output. Otherwise, on several threads:
+// - f32 with B small enough (packed, at most kSharedBBytes, and n <= NC):
+//   all threads pack B together, then compute blocks of rows of C, each
+//   packing its own rows of A. Nothing is packed twice, and the row blocks,
+//   more than the threads, balance a thread that starts late.
+// - else C is split into blocks (one per thread, two per thread for big
+//   products) and each runs the packed single-thread GEMM
+//   (gemm_kernel.cpp). Blocks are independent (each task packs its own
+//   panels); the price is that A is packed once per column block and B once
+//   per row block, which is O(mk + kn) against O(mnk) of arithmetic.
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -36,6 +39,11 @@ constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
 // block to the others, for about 2% more packing at 4096 (4 blocks per
 // thread would cost 4%).
 constexpr double kFineMacs = 512.0 * 512.0 * 512.0;
+
+// Largest B packed once and shared by all threads: 1024 x 1024 f32 (4 MiB,
+// in L3) and a bit more. Bigger products have enough rows and columns per
+// thread that duplicated packing is cheap.
+constexpr size_t kSharedBBytes = 8 << 20;
 
 // Splits m x n into a grid rows x cols of at most `tasks` blocks (the most
 // that fit whole tiles), blocks as square as the count allows so that
@@ -127,10 +135,53 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
   });
 }
 
+// The f32 path with B packed once (see the top of the file); false when it
+// does not apply.
+bool gemm_shared_b_f32(const GemmArgs& g, const float* a, const float* b,
+                       float* c) {
+  const int threads = num_threads();
+  const double macs = double(g.m) * double(g.n) * double(g.k);
+  if (threads <= 1 || macs < kParallelMacs || g.k == 0) return false;
+  const GemmPlan p = gemm_plan_f32(g);
+  const size_t k = size_t(g.k), n = size_t(g.n), m = size_t(g.m);
+  const size_t kblocks = (k + p.kc - 1) / p.kc;
+  if (n > p.nc || kblocks * p.block_b * sizeof(float) > kSharedBBytes) {
+    return false;
+  }
+  // The caller's buffer, shared by the tasks for the duration of the call.
+  float* bp = static_cast<float*>(
+      gemm_scratch(GemmBuffer::shared_b, kblocks * p.block_b * sizeof(float)));
+  // Packing B: each KC block in column pieces, about two per thread.
+  const size_t panels = (n + p.nr - 1) / p.nr;
+  const size_t pieces = std::min(
+      panels,
+      std::max<size_t>(1, (2 * size_t(threads) + kblocks - 1) / kblocks));
+  parallel_tasks(int(kblocks * pieces), [&](int task) {
+    const size_t block = size_t(task) / pieces, piece = size_t(task) % pieces;
+    const size_t j0 = panels * piece / pieces * p.nr;
+    const size_t j1 = std::min(n, panels * (piece + 1) / pieces * p.nr);
+    if (j0 < j1) {
+      gemm_pack_b_f32(g, p, block * p.kc, j0, j1, b, bp + block * p.block_b);
+    }
+  });
+  // Row blocks: at least two per thread, a multiple of the thread count,
+  // none taller than MC.
+  const size_t tiles = (m + p.mr - 1) / p.mr;
+  size_t per_thread = std::max<size_t>(
+      2, ((m + p.mc - 1) / p.mc + size_t(threads) - 1) / size_t(threads));
+  const size_t rows = std::min(tiles, per_thread * size_t(threads));
+  parallel_tasks(int(rows), [&](int task) {
+    const size_t i0 = std::min(m, tiles * size_t(task) / rows * p.mr);
+    const size_t i1 = std::min(m, tiles * size_t(task + 1) / rows * p.mr);
+    if (i0 < i1) gemm_rows_f32(g, p, i0, i1, a, bp, c);
+  });
+  return true;
+}
+
 }  // namespace
 
 void* gemm_scratch(GemmBuffer which, size_t bytes) {
-  thread_local std::array<Scratch, 3> buffers;
+  thread_local std::array<Scratch, 4> buffers;
   Scratch& s = buffers[size_t(which)];
   if (s.size < bytes) {
     s.ptr.reset();
@@ -142,6 +193,7 @@ void* gemm_scratch(GemmBuffer which, size_t bytes) {
 }
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
+  if (g.m > 1 && g.n > 1 && gemm_shared_b_f32(g, a, b, c)) return;
   gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32, gemv_f32);
 }
 

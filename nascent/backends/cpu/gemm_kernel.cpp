@@ -236,6 +236,12 @@ void PackB(D d, const S* b, int64_t rs, int64_t cs, size_t kc, size_t nc,
   }
 }
 
+// For writing, kept in L2 (and L3), not L1. A compiler builtin: Highway
+// 1.0.3's Prefetch only targets L1.
+HWY_INLINE void PrefetchL2(const void* p) {
+  __builtin_prefetch(p, 1, 2);
+}
+
 template <class D, class V = hn::Vec<D>, class T = hn::TFromD<D>>
 HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
                          bool accumulate) {
@@ -336,6 +342,17 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
            o += line) {
         hwy::Prefetch(bnext + o);
       }
+      // The next tile's C goes to L2 a whole tile ahead: from memory it
+      // would stall the loads at the end of the tile, and into L1 its rows
+      // (a power-of-two stride apart) would evict the B panel.
+      const size_t nir = ir + kMR < mc ? ir + kMR : 0;
+      const size_t njr = ir + kMR < mc ? jr : jr + nr;
+      if (njr < nc) {
+        for (size_t r = 0; r < kMR && nir + r < mc; ++r) {
+          PrefetchL2(c + (nir + r) * ldc + njr);
+          PrefetchL2(c + (nir + r) * ldc + njr + nr - 1);
+        }
+      }
       const size_t mb = std::min(kMR, mc - ir);
       const T* apanel = ap + ir * kc;
       T* ct = c + ir * ldc + jr;
@@ -354,50 +371,104 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
   }
 }
 
-template <class S, class T>
-void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
+// Block sizes of a product: KC, MC and NC as even splits of k, m and n.
+template <class T>
+GemmPlan MakePlan(size_t m, size_t n, size_t k) {
   const hn::ScalableTag<T> d;
-  const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
+  GemmPlan p;
+  p.mr = kMR;
+  p.nr = TileCols(d);
+  p.kc = EvenBlock(k, kKC, 1);
+  p.mc = EvenBlock(
+      m, std::max(kMR, kBlockABytes / (p.kc * sizeof(T)) / kMR * kMR), kMR);
+  p.nc = EvenBlock(
+      n, std::max(p.nr, kBlockBBytes / (p.kc * sizeof(T)) / p.nr * p.nr), p.nr);
+  p.block_b = RoundUp(p.nc, p.nr) / p.nr * PanelStride(d, p.kc);
+  return p;
+}
+
+// Packs columns [j0, j1) (j0 a multiple of NR) of the KC x NC block of B
+// at (pc, jc) into its packed block `bp`, laid out as PackB lays it out.
+template <class S, class T>
+void PackBPart(const GemmArgs& g, const GemmPlan& p, size_t pc, size_t jc,
+               size_t j0, size_t j1, const S* b, T* bp) {
+  const hn::ScalableTag<T> d;
+  const size_t kc = std::min(p.kc, size_t(g.k) - pc);
+  PackB(d, b + int64_t(pc) * g.rsb + int64_t(jc + j0) * g.csb, g.rsb, g.csb, kc,
+        j1 - j0, bp + j0 / p.nr * PanelStride(d, kc));
+}
+
+// C[ic.., jc..] (+)= A rows [ic, ic + mc) times the packed KC x NC block
+// of B at (pc, jc).
+template <class S, class T>
+void MultiplyBlock(const GemmArgs& g, const GemmPlan& p, size_t ic, size_t mc,
+                   size_t pc, size_t jc, const S* a, const T* bp, T* ap, T* c) {
+  const hn::ScalableTag<T> d;
+  const size_t kc = std::min(p.kc, size_t(g.k) - pc);
+  const size_t nc = std::min(p.nc, size_t(g.n) - jc);
   const size_t ldc = size_t(g.ldc);
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!g.accumulate) {
-      for (size_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, T(0));
-    }
-    return;
-  }
-  const size_t nr = TileCols(d);
   // A transposed (columns contiguous) packs by columns, anything else by rows.
   const bool by_columns = g.rsa == 1 && g.csa != 1;
-  const size_t kc_max = EvenBlock(k, kKC, 1);
-  const size_t mc_max = EvenBlock(
-      m, std::max(kMR, kBlockABytes / (kc_max * sizeof(T)) / kMR * kMR), kMR);
-  const size_t nc_max = EvenBlock(
-      n, std::max(nr, kBlockBBytes / (kc_max * sizeof(T)) / nr * nr), nr);
-  T* ap = static_cast<T*>(gemm_scratch(
-      GemmBuffer::packed_a, RoundUp(mc_max, kMR) * kc_max * sizeof(T)));
-  T* bp = static_cast<T*>(gemm_scratch(
-      GemmBuffer::packed_b,
-      RoundUp(nc_max, nr) / nr * PanelStride(d, kc_max) * sizeof(T)));
-  for (size_t jc = 0; jc < n; jc += nc_max) {
-    const size_t nc = std::min(nc_max, n - jc);
-    for (size_t pc = 0; pc < k; pc += kc_max) {
-      const size_t kc = std::min(kc_max, k - pc);
-      PackB(d, b + int64_t(pc) * g.rsb + int64_t(jc) * g.csb, g.rsb, g.csb, kc,
-            nc, bp);
-      const bool accumulate = g.accumulate || pc > 0;
-      for (size_t ic = 0; ic < m; ic += mc_max) {
-        const size_t mc = std::min(mc_max, m - ic);
-        PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa,
-              mc, kc, by_columns, ap);
-        if (by_columns) {
-          MacroKernel<true>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
-                            accumulate);
-        } else {
-          MacroKernel<false>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
-                             accumulate);
-        }
+  const bool accumulate = g.accumulate || pc > 0;
+  PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa, mc, kc,
+        by_columns, ap);
+  if (by_columns) {
+    MacroKernel<true>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                      accumulate);
+  } else {
+    MacroKernel<false>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+                       accumulate);
+  }
+}
+
+template <class T>
+T* PackedA(const GemmPlan& p) {
+  return static_cast<T*>(gemm_scratch(GemmBuffer::packed_a,
+                                      RoundUp(p.mc, kMR) * p.kc * sizeof(T)));
+}
+
+// k == 0: C = 0, or untouched when accumulating.
+template <class T>
+void ZeroC(const GemmArgs& g, T* c) {
+  if (g.accumulate) return;
+  for (int64_t i = 0; i < g.m; ++i) std::fill_n(c + i * g.ldc, g.n, T(0));
+}
+
+template <class S, class T>
+void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
+  const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
+  if (m == 0 || n == 0) return;
+  if (k == 0) return ZeroC(g, c);
+  const GemmPlan p = MakePlan<T>(m, n, k);
+  T* ap = PackedA<T>(p);
+  T* bp = static_cast<T*>(
+      gemm_scratch(GemmBuffer::packed_b, p.block_b * sizeof(T)));
+  for (size_t jc = 0; jc < n; jc += p.nc) {
+    for (size_t pc = 0; pc < k; pc += p.kc) {
+      PackBPart(g, p, pc, jc, 0, std::min(p.nc, n - jc), b, bp);
+      for (size_t ic = 0; ic < m; ic += p.mc) {
+        MultiplyBlock(g, p, ic, std::min(p.mc, m - ic), pc, jc, a, bp, ap, c);
       }
+    }
+  }
+}
+
+// Rows [i0, i1) of C from B packed whole (n <= NC): one task of a
+// multithreaded GEMM.
+template <class S, class T>
+void GemmRows(const GemmArgs& g, const GemmPlan& p, size_t i0, size_t i1,
+              const S* a, const T* bp, T* c) {
+  if (g.k == 0) {
+    GemmArgs rows = g;
+    rows.m = int64_t(i1 - i0);
+    return ZeroC(rows, c + i0 * size_t(g.ldc));
+  }
+  T* ap = PackedA<T>(p);
+  const size_t mc_max = EvenBlock(i1 - i0, p.mc, kMR);
+  for (size_t pc = 0, block = 0; pc < size_t(g.k); pc += p.kc, ++block) {
+    for (size_t ic = i0; ic < i1; ic += mc_max) {
+      MultiplyBlock(g, p, ic, std::min(mc_max, i1 - ic), pc, 0, a,
+                    bp + block * p.block_b, ap, c);
     }
   }
 }
@@ -446,6 +517,17 @@ void GemmSerialBF16(const GemmArgs& g, const bfloat16* a, const bfloat16* b,
 GemmTile GemmTileF32() {
   return {kMR, TileCols(hn::ScalableTag<float>())};
 }
+GemmPlan GemmPlanF32(const GemmArgs& g) {
+  return MakePlan<float>(size_t(g.m), size_t(g.n), size_t(g.k));
+}
+void GemmPackBF32(const GemmArgs& g, const GemmPlan& p, size_t pc, size_t j0,
+                  size_t j1, const float* b, float* bp) {
+  PackBPart(g, p, pc, 0, j0, j1, b, bp);
+}
+void GemmRowsF32(const GemmArgs& g, const GemmPlan& p, size_t i0, size_t i1,
+                 const float* a, const float* bp, float* c) {
+  GemmRows(g, p, i0, i1, a, bp, c);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace nascent::cpu
@@ -460,6 +542,9 @@ HWY_EXPORT(GemmSerialF16);
 HWY_EXPORT(GemmSerialBF16);
 HWY_EXPORT(GemmTileF32);
 HWY_EXPORT(GemmTileF64);
+HWY_EXPORT(GemmPlanF32);
+HWY_EXPORT(GemmPackBF32);
+HWY_EXPORT(GemmRowsF32);
 
 void gemm_serial_f32(const GemmArgs& g, const float* a, const float* b,
                      float* c) {
@@ -482,6 +567,17 @@ GemmTile gemm_tile_f32() {
 }
 GemmTile gemm_tile_f64() {
   return HWY_DYNAMIC_DISPATCH(GemmTileF64)();
+}
+GemmPlan gemm_plan_f32(const GemmArgs& g) {
+  return HWY_DYNAMIC_DISPATCH(GemmPlanF32)(g);
+}
+void gemm_pack_b_f32(const GemmArgs& g, const GemmPlan& p, size_t pc, size_t j0,
+                     size_t j1, const float* b, float* bp) {
+  HWY_DYNAMIC_DISPATCH(GemmPackBF32)(g, p, pc, j0, j1, b, bp);
+}
+void gemm_rows_f32(const GemmArgs& g, const GemmPlan& p, size_t i0, size_t i1,
+                   const float* a, const float* bp, float* c) {
+  HWY_DYNAMIC_DISPATCH(GemmRowsF32)(g, p, i0, i1, a, bp, c);
 }
 
 }  // namespace nascent::cpu

@@ -126,7 +126,7 @@ void check(Fn gemm, int64_t m, int64_t n, int64_t k, Form fa, Form fb,
   int bad = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
-      // Values are multiples of 1/64 below 2^12 in magnitude (k <= 600),
+      // Values are multiples of 1/64 below 2^13 in magnitude (k <= 2000),
       // so every summation order gives them exactly in f32.
       const double got = double(c[size_t(i * ldc + j)]);
       const double expect =
@@ -186,6 +186,24 @@ TEST_P(GemmThreads, CrossesCacheBlocks) {
   // Big enough for every thread to get blocks of its own.
   check_f32(203, 197, 311, Form::row_major, Form::row_major, false);
   check_f32(203, 197, 311, Form::col_major, Form::col_major, true);
+}
+
+// On several threads, f32 products with a small B pack B once, in column
+// pieces, and split C by rows: row counts that leave a short last tile,
+// fewer tiles than tasks, n short of a panel, a last KC block shorter than
+// the others (514 = 172 + 172 + 170), and every operand form (transposed A
+// packs by columns, transposed B through the 8x8 transposes).
+TEST_P(GemmThreads, SharedPackedB) {
+  for (Form fa : kForms) {
+    for (Form fb : kForms) {
+      check_f32(97, 45, 514, fa, fb, fa == Form::padded, 21);
+    }
+  }
+  check_f32(7, 300, 600, Form::row_major, Form::row_major, false, 22);
+  check_f32(250, 2, 2000, Form::row_major, Form::col_major, true, 23);
+  check_f32(256, 256, 256, Form::row_major, Form::row_major, false, 24);
+  check_f32(256, 256, 256, Form::col_major, Form::col_major, true, 25);
+  check_f32(193, 161, 100, Form::reversed, Form::padded, false, 26);
 }
 
 TEST_P(GemmThreads, EmptyDimensions) {
@@ -250,6 +268,18 @@ TEST(Gemm, BigProductInSeveralBlocksPerThread) {
   set_num_threads(saved);
 }
 
+// B over 8 MiB packed (2000 x 1100 f32) is not shared: each thread's block
+// of C packs its own part of it.
+TEST(Gemm, LargeBSplitIntoBlocks) {
+  const int saved = num_threads();
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    check_f32(40, 1100, 2000, Form::row_major, Form::row_major, false, 31);
+    check_f32(40, 1100, 2000, Form::col_major, Form::col_major, true, 32);
+  }
+  set_num_threads(saved);
+}
+
 // The same products on each SIMD target this CPU can run (AVX2, SSE4, the
 // scalar fallback...), so that a kernel of a target other than the best
 // one is tested too. A build with one target (wasm) runs it once.
@@ -263,6 +293,12 @@ TEST(Gemm, EverySupportedTarget) {
     SCOPED_TRACE(hwy::TargetName(target));
     check_f32(13, 37, 300, Form::padded, Form::col_major, true);
     check_f32(203, 97, 31, Form::row_major, Form::reversed, false);
+    {  // The shared packed B of two threads, packed by this target.
+      const int saved = num_threads();
+      set_num_threads(2);
+      check_f32(97, 45, 514, Form::col_major, Form::row_major, true, 6);
+      set_num_threads(saved);
+    }
     check<double, double>(gemm_f64, 13, 19, 30, Form::row_major,
                           Form::row_major, false, 2);
     check<float16, float>(gemm_f16, 13, 37, 30, Form::row_major,
