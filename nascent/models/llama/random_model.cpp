@@ -88,9 +88,9 @@ std::vector<TensorSpec> tensor_specs(const RandomModelConfig& c,
 }
 
 // Characters of the synthetic vocabulary's pieces.
+constexpr const char* kLower = "etaoinshrdlcumwfgypbvkjxqz";
 constexpr const char* kPieceChars =
-    "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLCUMWFGYPBVKJXQZ0123456789"
-    ".,;:!?'\"-()[]{}<>/@#$%&*+=_~|";
+    "ETAOINSHRDLCUMWFGYPBVKJXQZ0123456789.,;:!?'\"-()[]{}<>/@#$%&*+=_~|";
 constexpr const char* kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's ▁.
 
 }  // namespace
@@ -143,18 +143,20 @@ gguf::Metadata synthetic_spm_vocab(int64_t n_vocab) {
     tokens.push_back(fmt::format("<0x{:02X}>", b));
     types.push_back(6);  // byte
   }
-  // Pieces: ▁, single characters, ▁ + character, then character pairs and
-  // ▁ + pair, until the vocabulary is full.
-  std::string chars = kPieceChars;
+  // Pieces, most useful first so that small vocabularies merge too: ▁, the
+  // lower-case letters, ▁ + letter, letter pairs, the other characters,
+  // ▁ + character, then other pairs.
+  std::string lower = kLower, chars = kPieceChars;
   std::vector<std::string> pieces = {kSpace};
+  for (char ch : lower) pieces.push_back(std::string(1, ch));
+  for (char ch : lower) pieces.push_back(kSpace + std::string(1, ch));
+  for (char a : lower) {
+    for (char b : lower) pieces.push_back(std::string{a, b});
+  }
   for (char ch : chars) pieces.push_back(std::string(1, ch));
   for (char ch : chars) pieces.push_back(kSpace + std::string(1, ch));
   for (size_t i = 0; i < chars.size() && pieces.size() < size_t(n_vocab); ++i) {
-    for (size_t j = 0; j < chars.size(); ++j) {
-      std::string pair = {chars[i], chars[j]};
-      pieces.push_back(pair);
-      pieces.push_back(kSpace + pair);
-    }
+    for (char b : chars) pieces.push_back(std::string{chars[i], b});
   }
   std::vector<float> scores(tokens.size(), 0.0f);
   for (size_t i = 0; tokens.size() < size_t(n_vocab); ++i) {
