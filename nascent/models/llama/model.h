@@ -1,0 +1,121 @@
+// LLaMA-family decoder models read from GGUF files, run on the CPU backend:
+// llama-1/2/3 and mistral-style files (general.architecture "llama") and
+// qwen2 (q/k/v biases, NEOX RoPE).
+//
+// Weights stay in the file's stored type inside the memory mapping (no
+// conversion of quantized weights at load; every matrix goes through
+// qmatmul). The KV cache is allocated once for the whole context and filled
+// in place.
+//
+//   cpu::Backend cpu;
+//   auto model = llama::load("model.gguf", cpu);
+//   Tensor logits = model->forward(prompt_ids, 0);  // f32 [1, n_vocab]
+//   logits = model->forward(next_id, model->n_past());
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nascent/core/backend.h"
+#include "nascent/core/tensor.h"
+#include "nascent/io/gguf_reader.h"
+
+namespace nascent::llama {
+
+// How RoPE pairs the dimensions of a head, as llama.cpp: NORM rotates
+// (2i, 2i + 1) (llama), NEOX rotates (i, i + rope_dim / 2) (qwen2).
+enum class RopeType { norm, neox };
+
+// The hyper-parameters, from the `<arch>.` metadata keys (llama.cpp's
+// names) and the tensors' shapes.
+struct Config {
+  std::string arch;         // general.architecture: "llama" or "qwen2".
+  int64_t n_vocab = 0;      // Rows of token_embd.weight.
+  int64_t n_embd = 0;       // <arch>.embedding_length.
+  int64_t n_layer = 0;      // <arch>.block_count.
+  int64_t n_head = 0;       // <arch>.attention.head_count.
+  int64_t n_head_kv = 0;    // <arch>.attention.head_count_kv (default n_head).
+  int64_t head_dim = 0;     // <arch>.attention.key_length (n_embd / n_head).
+  int64_t n_ff = 0;         // <arch>.feed_forward_length.
+  int64_t n_ctx_train = 0;  // <arch>.context_length.
+  double rms_eps = 1e-5;    // <arch>.attention.layer_norm_rms_epsilon.
+  double rope_freq_base = 10000.0;  // <arch>.rope.freq_base.
+  int64_t rope_dim = 0;  // <arch>.rope.dimension_count (default head_dim).
+  // Linear RoPE scaling: positions are divided by this factor
+  // (<arch>.rope.scaling.factor with rope.scaling.type "linear", or the
+  // older rope.scale_linear). 1: none.
+  double rope_scale = 1.0;
+  RopeType rope_type = RopeType::norm;
+  bool tied_output = false;  // No output.weight: token_embd is reused.
+  bool qkv_bias = false;     // attn_{q,k,v}.bias present (qwen2).
+  bool rope_freqs = false;   // rope_freqs.weight present (llama 3.1).
+
+  // FormatError naming the file (metadata.origin()) and the key when a
+  // required key is missing, mistyped or out of range, or the architecture
+  // is not one of the above.
+  static Config from_gguf(const gguf::Reader& file);
+};
+
+struct LoadOptions {
+  // Context length (KV cache positions); 0: min(n_ctx_train, 4096).
+  int64_t n_ctx = 0;
+};
+
+// Which positions forward() returns logits for.
+enum class LogitsMode { last, all };
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const Config& config() const { return config_; }
+  // The file (tokenizer metadata: Tokenizer::from_gguf(file().metadata())).
+  const gguf::Reader& file() const { return *file_; }
+  Backend& backend() const { return *backend_; }
+  int64_t n_ctx() const { return n_ctx_; }
+  // Positions currently held in the KV cache.
+  int64_t n_past() const { return n_past_; }
+
+  // Runs `tokens` at positions n_past, n_past + 1, ... and stores their keys
+  // and values in the cache; the cache is first truncated to n_past, which
+  // must be at most this->n_past() (ValueError otherwise, or when the tokens
+  // would not fit in n_ctx, or an id is outside [0, n_vocab)). All tokens go
+  // through each layer together (batched prompt processing). Returns f32
+  // logits [1, n_vocab] of the last token, or [tokens.size(), n_vocab] for
+  // LogitsMode::all.
+  virtual Tensor forward(std::span<const int32_t> tokens, int64_t n_past,
+                         LogitsMode mode = LogitsMode::last) = 0;
+  // Forgets the cache (n_past() becomes 0).
+  void reset() { truncate(0); }
+  // Keeps the first n positions of the cache (n <= n_past()).
+  void truncate(int64_t n);
+
+ protected:
+  Model(Config config, std::shared_ptr<const gguf::Reader> file,
+        Backend& backend, int64_t n_ctx)
+      : config_(std::move(config)),
+        file_(std::move(file)),
+        backend_(&backend),
+        n_ctx_(n_ctx) {}
+
+  Config config_;
+  std::shared_ptr<const gguf::Reader> file_;
+  Backend* backend_;
+  int64_t n_ctx_ = 0;
+  int64_t n_past_ = 0;
+};
+
+// Opens and maps the file, reads the Config and checks every tensor the
+// model uses: present, of a type qmatmul computes with, of the shape the
+// Config implies (FormatError naming the file and the tensor otherwise).
+// IoError when the file cannot be read; BackendError unless `backend` is a
+// CPU backend (the weights are used in place in the mapping).
+std::shared_ptr<Model> load(const std::string& path, Backend& backend,
+                            LoadOptions options = {});
+std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,
+                            Backend& backend, LoadOptions options = {});
+
+}  // namespace nascent::llama
