@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
+#include "apps/nascent/llama_common.h"
 #include "nascent/core/error.h"
 #include "nascent/generate/stream.h"
 #include "nascent/io/file.h"
@@ -30,57 +31,6 @@ struct TokenizeArgs {
   CLI::Option* file_opt = nullptr;
   CLI::Option* stdin_opt = nullptr;
 };
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// llama.cpp's escapes: \n \r \t \' \" \\ and \xHH; others stay as written.
-std::string process_escapes(const std::string& in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '\\' || i + 1 == in.size()) {
-      out += in[i];
-      continue;
-    }
-    char c = in[++i];
-    switch (c) {
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case '\'':
-        out += '\'';
-        break;
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case 'x':
-        if (i + 2 < in.size() && hex_value(in[i + 1]) >= 0 &&
-            hex_value(in[i + 2]) >= 0) {
-          out += char(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2]));
-          i += 2;
-          break;
-        }
-        [[fallthrough]];
-      default:
-        out += '\\';
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string read_all(std::FILE* f) {
   std::string s;
@@ -112,7 +62,7 @@ int tokenize(const TokenizeArgs& a) {
   } else {
     text = a.prompt;
   }
-  if (!a.no_escape) text = process_escapes(text);
+  if (!a.no_escape) text = nascent::cli::process_escapes(text);
 
   // As llama-tokenize: BOS (and EOS) when the model adds them, unless
   // --no-bos.

@@ -1,0 +1,146 @@
+// `nascent generate`: a LLaMA GGUF model continues a prompt, streaming the
+// text to stdout and the timings to stderr, with llama-cli's flags.
+//
+// For tests against llama.cpp: --tokens gives the prompt as ids (no
+// tokenizer involved), --dump-logits writes the logits of every prompt
+// position as raw little-endian f32 [n_tokens, n_vocab], --print-ids prints
+// the generated ids as [id, ...] instead of the text.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "apps/nascent/command.h"
+#include "apps/nascent/llama_common.h"
+#include "nascent/core/error.h"
+
+namespace {
+
+using namespace nascent;
+
+struct GenerateArgs {
+  cli::ModelArgs model;
+  std::string prompt;
+  std::string file;
+  std::string tokens;
+  std::string dump_logits;
+  bool no_escape = false;
+  bool print_ids = false;
+  bool no_bos = false;
+};
+
+std::vector<TokenId> parse_ids(const std::string& text) {
+  std::vector<TokenId> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < item.size() && item[used] == ' ') ++used;
+    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX) {
+      throw ValueError(
+          fmt::format("generate: --tokens: '{}' is not a token id", item));
+    }
+    ids.push_back(TokenId(v));
+  }
+  return ids;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(fmt::format("{}: cannot read", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void dump_logits(llama::Model& model, const std::vector<TokenId>& ids,
+                 const std::string& path) {
+  const std::vector<float> logits =
+      model.forward(ids, 0, llama::LogitsMode::all).to_vector<float>();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // The host is little-endian (x86, ARM, wasm).
+  out.write(reinterpret_cast<const char*>(logits.data()),
+            std::streamsize(logits.size() * sizeof(float)));
+  if (!out) throw IoError(fmt::format("{}: cannot write", path));
+}
+
+int generate(const GenerateArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = cli::load_model(a.model);
+  Tokenizer tokenizer = Tokenizer::from_gguf(model->file().metadata());
+  const double load_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
+
+  std::vector<TokenId> ids;
+  if (!a.tokens.empty()) {
+    ids = parse_ids(a.tokens);
+  } else {
+    std::string text = a.file.empty() ? a.prompt : read_file(a.file);
+    if (!a.no_escape && a.file.empty()) text = cli::process_escapes(text);
+    ids = tokenizer.encode(text, tokenizer.add_bos() && !a.no_bos, true);
+  }
+  if (ids.empty()) {
+    throw ValueError("generate: the prompt is empty (give -p, -f or --tokens)");
+  }
+  if (!a.dump_logits.empty()) {
+    dump_logits(*model, ids, a.dump_logits);
+    if (a.model.n_predict == 0) return 0;
+  }
+
+  Generator gen(model, tokenizer, cli::generate_options(a.model));
+  auto print = [&](std::string_view text) {
+    if (!a.print_ids) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  const GenerateResult r = gen.generate_tokens(ids, print);
+  if (a.print_ids) {
+    fmt::print("[{}]\n", fmt::join(r.tokens, ", "));
+  } else {
+    fmt::print("\n");
+  }
+  std::fflush(stdout);
+  cli::print_timings(r, load_ms);
+  return 0;
+}
+
+}  // namespace
+
+NASCENT_COMMAND(
+    "generate", "continue a prompt with a LLaMA GGUF model (like llama-cli)",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<GenerateArgs>();
+      cli::add_model_options(sub, a->model);
+      auto* p = sub.add_option("-p,--prompt", a->prompt, "the prompt");
+      auto* f = sub.add_option("-f,--file", a->file,
+                               "read the prompt from a file (verbatim)")
+                    ->check(CLI::ExistingFile);
+      auto* t = sub.add_option("--tokens", a->tokens,
+                               "the prompt as token ids: 1,2,3 (no "
+                               "tokenizer; for tests)");
+      p->excludes(f)->excludes(t);
+      f->excludes(t);
+      sub.add_flag("--no-escape", a->no_escape,
+                   "keep \\n, \\t, \\xHH... in -p as written");
+      sub.add_flag("--no-bos", a->no_bos,
+                   "do not add the BOS token the model asks for");
+      sub.add_option("--dump-logits", a->dump_logits,
+                     "write the logits of every prompt position to this "
+                     "file as raw little-endian f32 [n_tokens, n_vocab] "
+                     "(with -n 0: only that)");
+      sub.add_flag("--print-ids", a->print_ids,
+                   "print the generated token ids as [id, ...] instead of "
+                   "the text");
+      return [a] { return generate(*a); };
+    });
