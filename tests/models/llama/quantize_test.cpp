@@ -66,20 +66,29 @@ TEST(Quantize, FileTypeNames) {
 TEST(Quantize, RoundTripErrorPerType) {
   testing::TempDir dir;
   llama::RandomModelConfig c = config256();
+  c.n_layer = 1;
   llama::write_random_model(c, dir.file("f32.gguf"));
   c.type = QuantType::f16;
   llama::write_random_model(c, dir.file("f16.gguf"));
+  // About 1.2x the errors measured on these weights (q8_0: 0.0053, q4_0:
+  // 0.086, q4_K: 0.071, q2_K: 0.30).
   const std::map<FileType, double> bound = {
-      {FileType::f16, 1e-3},    {FileType::bf16, 5e-3},
-      {FileType::q8_0, 0.006},  {FileType::q6_k, 0.03},
-      {FileType::q5_1, 0.05},   {FileType::q5_0, 0.06},
-      {FileType::q5_k_s, 0.05}, {FileType::q4_1, 0.10},
-      {FileType::q4_0, 0.12},   {FileType::q4_k_s, 0.10},
-      {FileType::q3_k_s, 0.22}, {FileType::q2_k, 0.40},
+      {FileType::f16, 4e-4},     {FileType::bf16, 3e-3},
+      {FileType::q8_0, 0.0065},  {FileType::q6_k, 0.022},
+      {FileType::q5_1, 0.045},   {FileType::q5_0, 0.05},
+      {FileType::q5_k_s, 0.042}, {FileType::q4_1, 0.09},
+      {FileType::q4_0, 0.10},    {FileType::q4_k_s, 0.085},
+      {FileType::q3_k_s, 0.18},  {FileType::q2_k, 0.35},
   };
+
   gguf::Reader f32(dir.file("f32.gguf"));
   for (const char* input : {"f32.gguf", "f16.gguf"}) {
     for (const auto& [type, max_err] : bound) {
+      // From f16, a few types suffice (the conversion to f32 comes first).
+      if (std::string(input) == "f16.gguf" && type != FileType::bf16 &&
+          type != FileType::q8_0 && type != FileType::q4_k_s) {
+        continue;
+      }
       QuantizeOptions o;
       o.type = type;
       o.pure = true;
