@@ -125,7 +125,7 @@ def main():
         t = time.perf_counter()
         run([a.nascent, "make-model", f16, "--type", "f16", "--vocab", vocab,
              "-t", str(a.threads)] + SHAPE)
-        print(f"make-model F16: {time.perf_counter() - t:.1f} s")
+        print(f"make-model F16: {time.perf_counter() - t:.1f} s", flush=True)
     for typ in a.types.split(","):
         if typ == "F16":
             files[typ] = f16
@@ -135,7 +135,8 @@ def main():
             t = time.perf_counter()
             run([a.nascent, "quantize", "-q", "-t", str(a.threads), f16, path,
                  typ.lower()])
-            print(f"quantize {typ}: {time.perf_counter() - t:.1f} s")
+            print(f"quantize {typ}: {time.perf_counter() - t:.1f} s",
+                  flush=True)
         files[typ] = path
 
     print(f"llama-cpp-python {llama_cpp.__version__}, {a.threads} threads, "
@@ -145,7 +146,9 @@ def main():
         size = os.path.getsize(path)
         kv = N_LAYER * 2 * N_KV * HEAD_DIM * 4 * max(a.prompt, a.gen)
         ours = nascent_numbers(a.nascent, path, a)
+        print(f"{typ} nascent: {json.dumps(ours)}", flush=True)
         theirs = llama_cpp_numbers(path, a)
+        print(f"{typ} llama.cpp: {json.dumps(theirs)}", flush=True)
         rows.append((typ, size, kv, ours, theirs))
     hdr = (f"| {'model':<7} | {'test':<5} | {'nascent t/s':>15} | "
            f"{'llama.cpp t/s':>15} | {'ratio':>6} | {'target':>6} |")
