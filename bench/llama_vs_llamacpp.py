@@ -140,7 +140,8 @@ def main():
         files[typ] = path
 
     print(f"llama-cpp-python {llama_cpp.__version__}, {a.threads} threads, "
-          f"{a.reps} repetitions, pp{a.prompt} / tg{a.gen}\n")
+          f"{a.reps} repetitions, pp{a.prompt} / tg{a.gen}; load average "
+          f"{os.getloadavg()[0]:.1f}\n", flush=True)
     rows = []
     for typ, path in files.items():
         size = os.path.getsize(path)
@@ -178,6 +179,12 @@ def main():
               f"{theirs['peak_rss_bytes'] / gib:11.2f} G | "
               f"{bound / gib:5.2f} G {ok:<2} | "
               f"{ours['ttft_ms']:9.0f} ms | {theirs['ttft_ms']:11.0f} ms |")
+    load = os.getloadavg()[0]
+    if load > a.threads + 0.5:
+        print(f"\nWARNING: load average {load:.1f} on this machine: other "
+              "processes took CPU time; llama.cpp's OpenMP threads spin at "
+              "its barriers and lose far more than nascent's under such "
+              "load, so these ratios flatter nascent")
     print("\nbound: file + f32 KV cache for the context + 10%; TTFT: load "
           "plus a 1-token prompt (target < 1000 ms)")
     if not a.keep:
