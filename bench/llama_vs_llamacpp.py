@@ -91,8 +91,11 @@ def nascent_numbers(binary, path, a):
 
 
 def llama_cpp_numbers(path, a):
+    env = dict(os.environ)
+    if a.omp_passive:
+        env["OMP_WAIT_POLICY"] = "passive"
     out = run([sys.executable, "-c", LLAMA_CPP_CHILD, path, str(a.threads),
-               str(a.prompt), str(a.gen), str(a.reps)])
+               str(a.prompt), str(a.gen), str(a.reps)], env=env)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -109,6 +112,10 @@ def main():
     p.add_argument("--work", default="build/bench_llama")
     p.add_argument("--types", default="F16,Q8_0,Q4_K_M")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--omp-passive", action="store_true",
+                   help="OMP_WAIT_POLICY=passive for llama.cpp: its OpenMP "
+                   "threads sleep instead of spinning at barriers (fairer "
+                   "when other processes share the CPUs)")
     a = p.parse_args()
     try:
         import llama_cpp
@@ -184,7 +191,7 @@ def main():
         print(f"\nWARNING: load average {load:.1f} on this machine: other "
               "processes took CPU time; llama.cpp's OpenMP threads spin at "
               "its barriers and lose far more than nascent's under such "
-              "load, so these ratios flatter nascent")
+              "load, so these ratios flatter nascent (--omp-passive is fairer then)")
     print("\nbound: file + f32 KV cache for the context + 10%; TTFT: load "
           "plus a 1-token prompt (target < 1000 ms)")
     if not a.keep:
