@@ -1,0 +1,276 @@
+#include "nascent/models/llama/random_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/core/error.h"
+#include "nascent/io/gguf_reader.h"
+#include "nascent/io/gguf_writer.h"
+
+namespace nascent::llama {
+namespace {
+
+// SplitMix64: a counter-based stream, so any row can be generated alone.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+class RowRng {
+ public:
+  RowRng(uint64_t seed, uint64_t tensor, uint64_t row)
+      : state_(mix(seed ^ mix(tensor * 0x9e3779b97f4a7c15ull + 1) ^
+                   mix(row + 0x632be59bd9b4e019ull))) {}
+  // In (0, 1): Box-Muller takes its logarithm.
+  double uniform() {
+    state_ += 0x9e3779b97f4a7c15ull;
+    return (double(mix(state_) >> 11) + 0.5) * 0x1.0p-53;
+  }
+  // Standard normals, two at a time (Box-Muller).
+  void normals(float* out, int64_t n) {
+    constexpr double kTwoPi = 6.283185307179586;
+    for (int64_t i = 0; i < n; i += 2) {
+      double r = std::sqrt(-2.0 * std::log(uniform()));
+      double t = kTwoPi * uniform();
+      out[i] = float(r * std::cos(t));
+      if (i + 1 < n) out[i + 1] = float(r * std::sin(t));
+    }
+  }
+
+ private:
+  uint64_t state_;
+};
+
+void check_positive(int64_t v, const char* what) {
+  if (v <= 0) {
+    throw ValueError(
+        fmt::format("random model: {} must be positive, got {}", what, v));
+  }
+}
+
+// Tensors, in llama.cpp's order; a norm has one axis.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool norm;
+};
+
+std::vector<TensorSpec> tensor_specs(const RandomModelConfig& c,
+                                     int64_t n_vocab) {
+  int64_t head_dim = c.n_embd / c.n_head;
+  int64_t kv = head_dim * c.n_head_kv;
+  std::vector<TensorSpec> specs;
+  specs.push_back({"token_embd.weight", {n_vocab, c.n_embd}, false});
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    auto blk = [&](const char* what) {
+      return fmt::format("blk.{}.{}", l, what);
+    };
+    specs.push_back({blk("attn_norm.weight"), {c.n_embd}, true});
+    specs.push_back({blk("attn_q.weight"), {c.n_embd, c.n_embd}, false});
+    specs.push_back({blk("attn_k.weight"), {kv, c.n_embd}, false});
+    specs.push_back({blk("attn_v.weight"), {kv, c.n_embd}, false});
+    specs.push_back({blk("attn_output.weight"), {c.n_embd, c.n_embd}, false});
+    specs.push_back({blk("ffn_norm.weight"), {c.n_embd}, true});
+    specs.push_back({blk("ffn_gate.weight"), {c.n_ff, c.n_embd}, false});
+    specs.push_back({blk("ffn_up.weight"), {c.n_ff, c.n_embd}, false});
+    specs.push_back({blk("ffn_down.weight"), {c.n_embd, c.n_ff}, false});
+  }
+  specs.push_back({"output_norm.weight", {c.n_embd}, true});
+  if (!c.tied_output) {
+    specs.push_back({"output.weight", {n_vocab, c.n_embd}, false});
+  }
+  return specs;
+}
+
+// Characters of the synthetic vocabulary's pieces.
+constexpr const char* kLower = "etaoinshrdlcumwfgypbvkjxqz";
+constexpr const char* kPieceChars =
+    "ETAOINSHRDLCUMWFGYPBVKJXQZ0123456789.,;:!?'\"-()[]{}<>/@#$%&*+=_~|";
+constexpr const char* kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's ▁.
+
+}  // namespace
+
+uint32_t pure_file_type(QuantType type) {
+  switch (type) {
+    case QuantType::f32:
+      return 0;
+    case QuantType::f16:
+      return 1;
+    case QuantType::q4_0:
+      return 2;
+    case QuantType::q4_1:
+      return 3;
+    case QuantType::q8_0:
+      return 7;
+    case QuantType::q5_0:
+      return 8;
+    case QuantType::q5_1:
+      return 9;
+    case QuantType::q2_k:
+      return 10;
+    case QuantType::q3_k:
+      return 11;  // Q3_K_S: all q3_K.
+    case QuantType::q4_k:
+      return 14;  // Q4_K_S
+    case QuantType::q5_k:
+      return 16;  // Q5_K_S
+    case QuantType::q6_k:
+      return 18;
+    case QuantType::bf16:
+      return 32;
+    case QuantType::q8_k:
+      break;
+  }
+  throw ValueError(fmt::format(
+      "random model: {} is not a type of model weights", name(type)));
+}
+
+gguf::Metadata synthetic_spm_vocab(int64_t n_vocab) {
+  if (n_vocab < 300) {
+    throw ValueError(fmt::format(
+        "synthetic vocabulary: n_vocab {} is below 300 (3 special tokens, "
+        "256 byte tokens and some pieces)",
+        n_vocab));
+  }
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);  // byte
+  }
+  // Pieces, most useful first so that small vocabularies merge too: ▁, the
+  // lower-case letters, ▁ + letter, letter pairs, the other characters,
+  // ▁ + character, then other pairs.
+  std::string lower = kLower, chars = kPieceChars;
+  std::vector<std::string> pieces = {kSpace};
+  for (char ch : lower) pieces.push_back(std::string(1, ch));
+  for (char ch : lower) pieces.push_back(kSpace + std::string(1, ch));
+  for (char a : lower) {
+    for (char b : lower) pieces.push_back(std::string{a, b});
+  }
+  for (char ch : chars) pieces.push_back(std::string(1, ch));
+  for (char ch : chars) pieces.push_back(kSpace + std::string(1, ch));
+  for (size_t i = 0; i < chars.size() && pieces.size() < size_t(n_vocab); ++i) {
+    for (char b : chars) pieces.push_back(std::string{chars[i], b});
+  }
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (size_t i = 0; tokens.size() < size_t(n_vocab); ++i) {
+    if (i >= pieces.size()) {
+      throw ValueError(fmt::format(
+          "synthetic vocabulary: n_vocab {} is more than the {} tokens it "
+          "can make",
+          n_vocab, tokens.size()));
+    }
+    tokens.push_back(pieces[i]);
+    types.push_back(1);  // normal
+    scores.push_back(-float(i));
+  }
+  gguf::Metadata m;
+  m.set("tokenizer.ggml.model", gguf::Value("llama"));
+  m.set("tokenizer.ggml.pre", gguf::Value("default"));
+  m.set("tokenizer.ggml.tokens", gguf::Value::array(std::move(tokens)));
+  m.set("tokenizer.ggml.scores", gguf::Value::array(std::move(scores)));
+  m.set("tokenizer.ggml.token_type", gguf::Value::array(std::move(types)));
+  m.set("tokenizer.ggml.bos_token_id", gguf::Value(uint32_t(1)));
+  m.set("tokenizer.ggml.eos_token_id", gguf::Value(uint32_t(2)));
+  m.set("tokenizer.ggml.unknown_token_id", gguf::Value(uint32_t(0)));
+  m.set("tokenizer.ggml.add_bos_token", gguf::Value(true));
+  m.set("tokenizer.ggml.add_eos_token", gguf::Value(false));
+  return m;
+}
+
+gguf::Metadata random_model_metadata(const RandomModelConfig& c) {
+  check_positive(c.n_embd, "n_embd");
+  check_positive(c.n_layer, "n_layer");
+  check_positive(c.n_head, "n_head");
+  check_positive(c.n_head_kv, "n_head_kv");
+  check_positive(c.n_ff, "n_ff");
+  check_positive(c.n_ctx, "n_ctx");
+  if (c.n_embd % c.n_head != 0 || (c.n_embd / c.n_head) % 2 != 0) {
+    throw ValueError(fmt::format(
+        "random model: n_embd {} is not n_head {} heads of an even size",
+        c.n_embd, c.n_head));
+  }
+  if (c.n_head % c.n_head_kv != 0) {
+    throw ValueError(
+        fmt::format("random model: n_head {} is not a multiple of n_head_kv {}",
+                    c.n_head, c.n_head_kv));
+  }
+  gguf::Metadata vocab;
+  if (c.vocab_file.empty()) {
+    vocab = synthetic_spm_vocab(c.n_vocab);
+  } else {
+    gguf::Reader r(c.vocab_file);
+    for (const auto& [key, value] : r.metadata().entries()) {
+      if (key.rfind("tokenizer.", 0) == 0) vocab.set(key, value);
+    }
+    if (!vocab.contains("tokenizer.ggml.tokens")) {
+      throw ValueError(fmt::format(
+          "random model: {} has no tokenizer.ggml.tokens", c.vocab_file));
+    }
+  }
+  auto u32 = [](int64_t v) { return gguf::Value(uint32_t(v)); };
+  int64_t n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());
+  gguf::Metadata m;
+  m.set("general.architecture", gguf::Value("llama"));
+  m.set("general.name", gguf::Value("nascent random llama"));
+  m.set("general.file_type", gguf::Value(pure_file_type(c.type)));
+  if (c.type != QuantType::f32 && c.type != QuantType::f16 &&
+      c.type != QuantType::bf16) {
+    m.set("general.quantization_version", u32(2));
+  }
+  m.set("llama.context_length", u32(c.n_ctx));
+  m.set("llama.embedding_length", u32(c.n_embd));
+  m.set("llama.block_count", u32(c.n_layer));
+  m.set("llama.feed_forward_length", u32(c.n_ff));
+  m.set("llama.attention.head_count", u32(c.n_head));
+  m.set("llama.attention.head_count_kv", u32(c.n_head_kv));
+  m.set("llama.attention.layer_norm_rms_epsilon", gguf::Value(c.rms_eps));
+  m.set("llama.rope.freq_base", gguf::Value(c.rope_freq_base));
+  m.set("llama.rope.dimension_count", u32(c.n_embd / c.n_head));
+  m.set("llama.vocab_size", u32(n_vocab));
+  for (const auto& [key, value] : vocab.entries()) m.set(key, value);
+  return m;
+}
+
+void write_random_model(const RandomModelConfig& config,
+                        const std::string& path) {
+  gguf::Writer w;
+  w.metadata() = random_model_metadata(config);
+  int64_t n_vocab = w.metadata().get_int("llama.vocab_size");
+  std::vector<TensorSpec> specs = tensor_specs(config, n_vocab);
+  for (size_t t = 0; t < specs.size(); ++t) {
+    const TensorSpec& s = specs[t];
+    QuantType type = s.norm ? QuantType::f32 : config.type;
+    int64_t cols = s.shape.back();
+    if (cols % block_size(type) != 0) {
+      throw ValueError(fmt::format(
+          "random model: {} has rows of {} values, not whole {} blocks of {}",
+          s.name, cols, name(type), block_size(type)));
+    }
+    int64_t rows = s.shape.size() == 1 ? 1 : s.shape[0];
+    uint64_t seed = config.seed;
+    bool norm = s.norm;
+    auto produce = [=](std::span<std::byte> out) {
+      size_t stride = row_bytes(type, cols);
+      float scale = norm ? 0.1f : float(1.0 / std::sqrt(double(cols)));
+      cpu::parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = begin; r < end; ++r) {
+          RowRng(seed, t, uint64_t(r)).normals(row.data(), cols);
+          for (float& v : row) v = norm ? 1.0f + scale * v : scale * v;
+          quantize_row(type, row.data(), out.data() + size_t(r) * stride, cols);
+        }
+      });
+    };
+    w.add_tensor(s.name, s.shape, type, produce);
+  }
+  w.write(path);
+}
+
+}  // namespace nascent::llama
