@@ -11,6 +11,8 @@
 //   ./build/rel/bench/quant_bench 2          # 2 threads only
 //   ./build/rel/bench/quant_bench --cpu-time # 1 thread, CPU time
 //   ./build/rel/bench/quant_bench --mat-mat  # only the M = 512 products
+//   ./build/rel/bench/quant_bench --portable # Highway's SSE4 kernels, not
+//                                            # the AVX2 ones
 //
 // The weights of each mat-vec are several copies used in turn, 256 MiB in
 // all, so that they come from memory and not from the 32 MiB L3; the
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <hwy/targets.h>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
@@ -172,6 +175,9 @@ int main(int argc, char** argv) {
       thread_counts = {1};
     } else if (arg == "--mat-mat") {
       matvecs = false;
+    } else if (arg == "--portable") {
+      // The portable Highway kernels, as a machine without AVX2 runs them.
+      hwy::SetSupportedTargetsForTest(HWY_SSE4);
     } else {
       thread_counts = {std::atoi(argv[a])};
     }
