@@ -6,6 +6,9 @@
 //   bound, so the ratio says how close to the machine's bandwidth it runs.
 // - mat-mat (512 x rows, a prompt): GFLOP/s (2 M N K) against nascent's
 //   f32 GEMM (matmul of the same shapes with f32 weights).
+// - both against llama.cpp's kernels (ggml's mul_mat from the
+//   llama-cpp-python wheel in build/venv, bench/ggml_peer.h) on the same
+//   weight bytes and thread count, where CMake found that wheel (else nan).
 //
 //   ./build/rel/bench/quant_bench            # 1 and 2 threads
 //   ./build/rel/bench/quant_bench 2          # 2 threads only
@@ -14,7 +17,7 @@
 //   ./build/rel/bench/quant_bench --portable # Highway's SSE4 kernels, not
 //                                            # the AVX2 ones
 //
-// The weights of each mat-vec are several copies used in turn, 256 MiB in
+// The weights of each mat-vec are several copies used in turn, 128 MiB in
 // all, so that they come from memory and not from the 32 MiB L3; the
 // 256 x 4096 rows stay in the caches instead (the kernels' compute rate). Times
 // are the best of the repetitions (the machine is shared; medians are printed
@@ -22,6 +25,7 @@
 // at one thread: the kernels' own speed on a machine busy with other jobs
 // (memory bandwidth is still shared with them).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +38,9 @@
 #include <fmt/format.h>
 #include <hwy/targets.h>
 
+#ifdef NASCENT_GGML_PEER
+#include "ggml_peer.h"
+#endif
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
@@ -86,6 +93,22 @@ std::vector<uint8_t> make_weights(QuantType type, int64_t n, int64_t k) {
   return out;
 }
 
+// Best time of llama.cpp's mul_mat (ggml) on the same weights, or NaN
+// where the peer is not built in.
+double peer_seconds(QuantType type, const uint8_t* w, int64_t n, int64_t k,
+                    int64_t m, int copies, int threads, int reps) {
+#ifdef NASCENT_GGML_PEER
+  nascent::bench::GgmlMatmul g(nascent::info(type).ggml_type, w, n, k,
+                               int64_t(nascent::row_bytes(type, k)), m, copies,
+                               threads);
+  return time_reps(reps, [&](int r) { g.run(r % copies); }).best;
+#else
+  (void)type, (void)w, (void)n, (void)k, (void)m, (void)copies;
+  (void)threads, (void)reps;
+  return std::nan("");
+#endif
+}
+
 // memcpy of `bytes`, split over the threads; GB/s of reads plus writes.
 double copy_gbps(size_t bytes, int reps) {
   std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
@@ -107,7 +130,7 @@ void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
   // Small weights stay in the caches (one copy): the kernel's compute rate.
   const bool in_cache = w.size() < (size_t(4) << 20);
   const int copies =
-      in_cache ? 1 : int(std::max<size_t>(1, (size_t(256) << 20) / w.size()));
+      in_cache ? 1 : int(std::max<size_t>(1, (size_t(128) << 20) / w.size()));
   std::vector<Tensor> ws;
   for (int c = 0; c < copies; ++c) {
     ws.push_back(nascent::from_data(w.data(), {n, rb}, DType::u8, cpu));
@@ -121,11 +144,14 @@ void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
     nascent::qmatmul(x, ws[size_t(r % copies)], type);
   });
   const double gbps = double(w.size()) / t.best / 1e9;
+  const double peer = peer_seconds(type, w.data(), n, k, 1, copies, threads,
+                                   std::max(20, 2 * copies));
+  const double peer_gbps = double(w.size()) / peer / 1e9;
   fmt::print(
-      "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} "
-      "| {:.2f} |\n",
+      "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} | "
+      "{:.1f} | {:.2f} | {:.2f} |\n",
       n, k, nascent::name(type), threads, t.best * 1e3, t.median * 1e3, gbps,
-      copy, gbps / copy);
+      peer_gbps, copy, gbps / copy, gbps / peer_gbps);
   std::fflush(stdout);
 }
 
@@ -155,11 +181,13 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
   tq = {q.front(), q[q.size() / 2]};
   tf = {f.front(), f[f.size() / 2]};
   const double flop = 2.0 * double(m) * double(n) * double(k);
+  const double peer = peer_seconds(type, w.data(), n, k, m, 1, threads, 5);
   fmt::print(
       "| mat-mat M={} | {}x{} | {} | {} | {:.1f} ({:.1f}) | {:.1f} | "
-      "{:.1f} | {:.2f} |\n",
+      "{:.1f} | {:.1f} | {:.2f} | {:.2f} |\n",
       m, n, k, nascent::name(type), threads, tq.best * 1e3, tq.median * 1e3,
-      flop / tq.best / 1e9, flop / tf.best / 1e9, tf.best / tq.best);
+      flop / tq.best / 1e9, flop / peer / 1e9, flop / tf.best / 1e9,
+      tf.best / tq.best, peer / tq.best);
   std::fflush(stdout);
 }
 
@@ -188,8 +216,9 @@ int main(int argc, char** argv) {
   const std::pair<int64_t, int64_t> shapes[] = {
       {4096, 4096}, {5632, 2048}, {256, 4096}};
   fmt::print(
-      "| op | N x K | type | threads | ms best (median) | weights "
-      "GB/s | memcpy GB/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+      "| op | N x K | type | threads | ms best (median) | weights GB/s | "
+      "llama.cpp GB/s | memcpy GB/s | vs memcpy | vs llama.cpp "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int threads : matvecs ? thread_counts : std::vector<int>{}) {
     nascent::cpu::set_num_threads(threads);
     const double copy = copy_gbps(size_t(256) << 20, 5);
@@ -199,7 +228,8 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "\n| op | N x K | type | threads | ms best (median) | GFLOP/s | "
-      "f32 GEMM GFLOP/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+      "llama.cpp GFLOP/s | f32 GEMM GFLOP/s | vs f32 GEMM | vs llama.cpp "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int threads : thread_counts) {
     nascent::cpu::set_num_threads(threads);
     for (QuantType type : types) matmat(cpu, type, 512, 2048, 2048, threads);

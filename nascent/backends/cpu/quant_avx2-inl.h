@@ -66,12 +66,29 @@ HWY_INLINE __m256i Dot4(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-// A shuffle that spreads int16 word `lo` of each 128-bit lane over the low
-// lane and word `hi` over the high lane (sub-block scales to lanes).
-HWY_INLINE __m256i WordMask(int lo, int hi) {
-  const auto pattern = [](int w) { return short((2 * w + 1) << 8 | 2 * w); };
-  return _mm256_set_m128i(_mm_set1_epi16(pattern(hi)),
-                          _mm_set1_epi16(pattern(lo)));
+// Shuffles that spread int16 word `i` of each 128-bit lane over the low
+// lane and word `i + 1` over the high lane (kWordPairs[i]), or word i over
+// both (kWords[i]): sub-block scales to lanes. In memory, so that each is
+// one pshufb operand rather than a constant built in registers.
+struct WordMasks {
+  alignas(32) int8_t pairs[8][32];
+  alignas(32) int8_t words[8][32];
+  constexpr WordMasks() : pairs(), words() {
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 32; j += 2) {
+        const int lo = 2 * i, hi = j < 16 ? 2 * i : 2 * (i + 1) % 16;
+        pairs[i][j] = int8_t(j < 16 ? lo : hi);
+        pairs[i][j + 1] = int8_t((j < 16 ? lo : hi) + 1);
+        words[i][j] = int8_t(2 * i);
+        words[i][j + 1] = int8_t(2 * i + 1);
+      }
+    }
+  }
+};
+inline constexpr WordMasks kMasks;
+
+HWY_INLINE __m256i Mask(const int8_t* m) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
 }
 
 // q8_0: sign moved from w to x so that |w| is the unsigned operand.
@@ -163,10 +180,10 @@ HWY_INLINE float DotQ4K(const uint8_t* w, const int8_t* x, const float* xd,
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
       const __m256i p0 = _mm256_madd_epi16(
           _mm256_maddubs_epi16(lo, Load(xb + 64 * j)),
-          _mm256_shuffle_epi8(scales, WordMask(2 * j, 2 * j)));
+          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j])));
       const __m256i p1 = _mm256_madd_epi16(
           _mm256_maddubs_epi16(hi, Load(xb + 64 * j + 32)),
-          _mm256_shuffle_epi8(scales, WordMask(2 * j + 1, 2 * j + 1)));
+          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j + 1])));
       isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
     }
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
@@ -211,7 +228,7 @@ HWY_INLINE float DotQ6K(const uint8_t* w, const int8_t* x, const float* xd,
       for (int r = 0; r < 4; ++r) {
         const __m256i p = _mm256_madd_epi16(
             _mm256_maddubs_epi16(q[r], Load(xh + 32 * r)),
-            _mm256_shuffle_epi8(sch, WordMask(2 * r, 2 * r + 1)));
+            _mm256_shuffle_epi8(sch, Mask(kMasks.pairs[2 * r])));
         isum = _mm256_add_epi32(isum, p);
       }
     }

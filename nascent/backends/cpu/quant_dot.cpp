@@ -126,21 +126,29 @@ HWY_INLINE void DotBlocks32(const uint8_t* w, int64_t ws, const int16_t* xq,
   for (int r = 0; r < kRows; ++r) out[r] = SumLanes(acc[r]) + mins[r];
 }
 
-// Float weights (S = float, float16 or bfloat16) . f32 x.
+// Float weights (S = float, float16 or bfloat16) . f32 x. Four chains of
+// multiply-adds: with two, the FMA latency (4 cycles) held f16 to about
+// 20 GB/s in cache.
 template <class S>
 float DotFloat(const S* w, const float* x, int64_t k) {
   const hn::ScalableTag<float> df;
-  const size_t n = hn::Lanes(df);
-  auto a0 = hn::Zero(df), a1 = hn::Zero(df);
+  const int64_t n = int64_t(hn::Lanes(df));
+  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df),
+       a3 = hn::Zero(df);
   int64_t i = 0;
-  for (; i + 2 * int64_t(n) <= k; i += 2 * int64_t(n)) {
+  for (; i + 4 * n <= k; i += 4 * n) {
     a0 = hn::MulAdd(LoadAs(df, w + i), hn::LoadU(df, x + i), a0);
     a1 = hn::MulAdd(LoadAs(df, w + i + n), hn::LoadU(df, x + i + n), a1);
+    a2 =
+        hn::MulAdd(LoadAs(df, w + i + 2 * n), hn::LoadU(df, x + i + 2 * n), a2);
+    a3 =
+        hn::MulAdd(LoadAs(df, w + i + 3 * n), hn::LoadU(df, x + i + 3 * n), a3);
   }
-  for (; i + int64_t(n) <= k; i += int64_t(n)) {
+  for (; i + n <= k; i += n) {
     a0 = hn::MulAdd(LoadAs(df, w + i), hn::LoadU(df, x + i), a0);
   }
-  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
+  float sum = hn::GetLane(
+      hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
   for (; i < k; ++i) sum += ToCompute(w[i]) * x[i];
   return sum;
 }
