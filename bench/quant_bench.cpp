@@ -93,20 +93,46 @@ std::vector<uint8_t> make_weights(QuantType type, int64_t n, int64_t k) {
   return out;
 }
 
-// Best time of llama.cpp's mul_mat (ggml) on the same weights, or NaN
-// where the peer is not built in.
-double peer_seconds(QuantType type, const uint8_t* w, int64_t n, int64_t k,
-                    int64_t m, int copies, int threads, int reps) {
+// llama.cpp's mul_mat (ggml) on the same weights as a function of the rep
+// (copy r % copies), or an empty function where the peer is not built in.
+std::function<void(int)> make_peer(QuantType type, const uint8_t* w, int64_t n,
+                                   int64_t k, int64_t m, int copies,
+                                   int threads) {
 #ifdef NASCENT_GGML_PEER
-  nascent::bench::GgmlMatmul g(nascent::info(type).ggml_type, w, n, k,
-                               int64_t(nascent::row_bytes(type, k)), m, copies,
-                               threads);
-  return time_reps(reps, [&](int r) { g.run(r % copies); }).best;
+  auto g = std::make_shared<nascent::bench::GgmlMatmul>(
+      nascent::info(type).ggml_type, w, n, k,
+      int64_t(nascent::row_bytes(type, k)), m, copies, threads);
+  return [g, copies](int r) { g->run(r % copies); };
 #else
-  (void)type, (void)w, (void)n, (void)k, (void)m, (void)copies;
-  (void)threads, (void)reps;
-  return std::nan("");
+  (void)type, (void)w, (void)n, (void)k, (void)m, (void)copies, (void)threads;
+  return {};
 #endif
+}
+
+// Times a and b (if not empty) alternated rep by rep after a warm-up each,
+// so that both see the same share of a busy machine; b's timing is NaN
+// when b is empty.
+std::pair<Timing, Timing> time_pair(int reps, const std::function<void(int)>& a,
+                                    const std::function<void(int)>& b) {
+  std::vector<double> ta, tb;
+  a(0);
+  if (b) b(0);
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now();
+    a(r);
+    ta.push_back(now() - t0);
+    if (b) {
+      t0 = now();
+      b(r);
+      tb.push_back(now() - t0);
+    }
+  }
+  const auto summary = [](std::vector<double>& t) {
+    if (t.empty()) return Timing{std::nan(""), std::nan("")};
+    std::sort(t.begin(), t.end());
+    return Timing{t.front(), t[t.size() / 2]};
+  };
+  return {summary(ta), summary(tb)};
 }
 
 // memcpy of `bytes`, split over the threads; GB/s of reads plus writes.
@@ -140,13 +166,12 @@ void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
   std::vector<float> xv(static_cast<size_t>(k));
   for (float& v : xv) v = normal(rng);
   const Tensor x = nascent::from_vector(xv, {1, k}, cpu);
-  const Timing t = time_reps(std::max(20, 2 * copies), [&](int r) {
-    nascent::qmatmul(x, ws[size_t(r % copies)], type);
-  });
+  const auto [t, tp] = time_pair(
+      std::max(20, 2 * copies),
+      [&](int r) { nascent::qmatmul(x, ws[size_t(r % copies)], type); },
+      make_peer(type, w.data(), n, k, 1, copies, threads));
   const double gbps = double(w.size()) / t.best / 1e9;
-  const double peer = peer_seconds(type, w.data(), n, k, 1, copies, threads,
-                                   std::max(20, 2 * copies));
-  const double peer_gbps = double(w.size()) / peer / 1e9;
+  const double peer_gbps = double(w.size()) / tp.best / 1e9;
   fmt::print(
       "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} | "
       "{:.1f} | {:.2f} | {:.2f} |\n",
@@ -163,31 +188,21 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
   const Tensor wf = nascent::dequantize(wq, type);  // [n, k] f32
   nascent::Generator gen(3);
   const Tensor x = nascent::normal({m, k}, 0.0, 1.0, cpu, gen);
-  // Alternated rep by rep, so that both see the same share of the machine.
-  Timing tq, tf;
-  std::vector<double> q, f;
-  nascent::qmatmul(x, wq, type);
-  nascent::matmul(x, wf.transpose());
-  for (int r = 0; r < 7; ++r) {
-    double t0 = now();
-    nascent::qmatmul(x, wq, type);
-    q.push_back(now() - t0);
-    t0 = now();
-    nascent::matmul(x, wf.transpose());
-    f.push_back(now() - t0);
-  }
-  std::sort(q.begin(), q.end());
-  std::sort(f.begin(), f.end());
-  tq = {q.front(), q[q.size() / 2]};
-  tf = {f.front(), f[f.size() / 2]};
+  // Each pair alternated rep by rep, so that both see the same share of
+  // the machine.
+  const auto qm = [&](int) { nascent::qmatmul(x, wq, type); };
+  const auto [tq, tf] =
+      time_pair(7, qm, [&](int) { nascent::matmul(x, wf.transpose()); });
+  const auto [tq2, tp] =
+      time_pair(7, qm, make_peer(type, w.data(), n, k, m, 1, threads));
+  const double best = std::min(tq.best, tq2.best);
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  const double peer = peer_seconds(type, w.data(), n, k, m, 1, threads, 5);
   fmt::print(
       "| mat-mat M={} | {}x{} | {} | {} | {:.1f} ({:.1f}) | {:.1f} | "
       "{:.1f} | {:.1f} | {:.2f} | {:.2f} |\n",
-      m, n, k, nascent::name(type), threads, tq.best * 1e3, tq.median * 1e3,
-      flop / tq.best / 1e9, flop / peer / 1e9, flop / tf.best / 1e9,
-      tf.best / tq.best, peer / tq.best);
+      m, n, k, nascent::name(type), threads, best * 1e3, tq.median * 1e3,
+      flop / best / 1e9, flop / tp.best / 1e9, flop / tf.best / 1e9,
+      tf.best / tq.best, tp.best / tq2.best);
   std::fflush(stdout);
 }
 
