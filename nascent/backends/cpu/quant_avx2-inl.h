@@ -118,35 +118,36 @@ HWY_INLINE float DotQ8_0(const uint8_t* w, const int8_t* x, const float* xd,
   return HSum(_mm256_add_ps(acc0, acc1));
 }
 
-// q4_0: nibbles 0..15 (low ones first), the offset 8 through x's sums.
-HWY_INLINE __m256i DotQ4Block(const uint8_t* blk, const int8_t* x) {
+// q4_0: nibbles 0..15 (low ones first); the offset 8 times x's sum leaves
+// the int32 sum through one lane (cheaper than a scalar f32 term per block).
+HWY_INLINE __m256i DotQ4Block(const uint8_t* blk, const int8_t* x,
+                              int16_t xsum) {
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
   const __m256i q = _mm256_and_si256(
       _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xF));
-  return Dot4(q, Load(x));
+  return _mm256_sub_epi32(Dot4(q, Load(x)),
+                          _mm256_castsi128_si256(_mm_cvtsi32_si128(8 * xsum)));
 }
 
 HWY_INLINE float DotQ4_0(const uint8_t* w, const int8_t* x, const float* xd,
                          const int16_t* xs32, int64_t nb) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float offset = 0.0f;  // Sum of d * d_x * (sum of x's levels).
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
     const uint8_t* blk = w + 18 * b;
-    const float d0 = Half(blk) * xd[b], d1 = Half(blk + 18) * xd[b + 1];
-    const __m256i p0 = DotQ4Block(blk + 2, x + 32 * b);
-    const __m256i p1 = DotQ4Block(blk + 20, x + 32 * b + 32);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1), acc1);
-    offset += d0 * float(xs32[b]) + d1 * float(xs32[b + 1]);
+    const __m256i p0 = DotQ4Block(blk + 2, x + 32 * b, xs32[b]);
+    const __m256i p1 = DotQ4Block(blk + 20, x + 32 * b + 32, xs32[b + 1]);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
+                           _mm256_set1_ps(Half(blk) * xd[b]), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                           _mm256_set1_ps(Half(blk + 18) * xd[b + 1]), acc1);
   }
   if (b < nb) {
-    const float d0 = Half(w + 18 * b) * xd[b];
-    const __m256i p = DotQ4Block(w + 18 * b + 2, x + 32 * b);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d0), acc0);
-    offset += d0 * float(xs32[b]);
+    const __m256i p = DotQ4Block(w + 18 * b + 2, x + 32 * b, xs32[b]);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                           _mm256_set1_ps(Half(w + 18 * b) * xd[b]), acc0);
   }
-  return HSum(_mm256_add_ps(acc0, acc1)) - 8.0f * offset;
+  return HSum(_mm256_add_ps(acc0, acc1));
 }
 
 // q4_K: per super-block, 8 scales and 8 mins of 6 bits (unpacked with
