@@ -109,23 +109,27 @@ std::function<void(int)> make_peer(QuantType type, const uint8_t* w, int64_t n,
 #endif
 }
 
-// Times a and b (if not empty) alternated rep by rep after a warm-up each,
-// so that both see the same share of a busy machine; b's timing is NaN
-// when b is empty.
+// Times a and b (if not empty) in alternating runs of 5 reps, each run
+// after an untimed call, so that both see the same share of a busy machine
+// and neither is timed while the other's idle pool threads still spin (a
+// worker that just finished keeps a core busy for a while, in both pools).
+// b's timing is NaN when b is empty.
 std::pair<Timing, Timing> time_pair(int reps, const std::function<void(int)>& a,
                                     const std::function<void(int)>& b) {
+  constexpr int kRun = 5;
   std::vector<double> ta, tb;
-  a(0);
-  if (b) b(0);
-  for (int r = 0; r < reps; ++r) {
-    double t0 = now();
-    a(r);
-    ta.push_back(now() - t0);
-    if (b) {
-      t0 = now();
-      b(r);
-      tb.push_back(now() - t0);
+  const auto run = [&](const std::function<void(int)>& f, int r0,
+                       std::vector<double>& t) {
+    f(r0);
+    for (int r = r0; r < std::min(reps, r0 + kRun); ++r) {
+      const double t0 = now();
+      f(r);
+      t.push_back(now() - t0);
     }
+  };
+  for (int r0 = 0; r0 < reps; r0 += kRun) {
+    run(a, r0, ta);
+    if (b) run(b, r0, tb);
   }
   const auto summary = [](std::vector<double>& t) {
     if (t.empty()) return Timing{std::nan(""), std::nan("")};
@@ -188,8 +192,7 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
   const Tensor wf = nascent::dequantize(wq, type);  // [n, k] f32
   nascent::Generator gen(3);
   const Tensor x = nascent::normal({m, k}, 0.0, 1.0, cpu, gen);
-  // Each pair alternated rep by rep, so that both see the same share of
-  // the machine.
+  // Each pair timed in alternating runs (time_pair).
   const auto qm = [&](int) { nascent::qmatmul(x, wq, type); };
   const auto [tq, tf] =
       time_pair(7, qm, [&](int) { nascent::matmul(x, wf.transpose()); });
