@@ -6,13 +6,18 @@
 //   bound, so the ratio says how close to the machine's bandwidth it runs.
 // - mat-mat (512 x rows, a prompt): GFLOP/s (2 M N K) against nascent's
 //   f32 GEMM (matmul of the same shapes with f32 weights).
+// - both against llama.cpp's kernels (ggml's mul_mat from the
+//   llama-cpp-python wheel in build/venv, bench/ggml_peer.h) on the same
+//   weight bytes and thread count, where CMake found that wheel (else nan).
 //
 //   ./build/rel/bench/quant_bench            # 1 and 2 threads
 //   ./build/rel/bench/quant_bench 2          # 2 threads only
 //   ./build/rel/bench/quant_bench --cpu-time # 1 thread, CPU time
 //   ./build/rel/bench/quant_bench --mat-mat  # only the M = 512 products
+//   ./build/rel/bench/quant_bench --portable # Highway's SSE4 kernels, not
+//                                            # the AVX2 ones
 //
-// The weights of each mat-vec are several copies used in turn, 256 MiB in
+// The weights of each mat-vec are several copies used in turn, 128 MiB in
 // all, so that they come from memory and not from the 32 MiB L3; the
 // 256 x 4096 rows stay in the caches instead (the kernels' compute rate). Times
 // are the best of the repetitions (the machine is shared; medians are printed
@@ -20,6 +25,7 @@
 // at one thread: the kernels' own speed on a machine busy with other jobs
 // (memory bandwidth is still shared with them).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +36,11 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <hwy/targets.h>
 
+#ifdef NASCENT_GGML_PEER
+#include "ggml_peer.h"
+#endif
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
@@ -83,6 +93,52 @@ std::vector<uint8_t> make_weights(QuantType type, int64_t n, int64_t k) {
   return out;
 }
 
+// llama.cpp's mul_mat (ggml) on the same weights as a function of the rep
+// (copy r % copies), or an empty function where the peer is not built in.
+std::function<void(int)> make_peer(QuantType type, const uint8_t* w, int64_t n,
+                                   int64_t k, int64_t m, int copies,
+                                   int threads) {
+#ifdef NASCENT_GGML_PEER
+  auto g = std::make_shared<nascent::bench::GgmlMatmul>(
+      nascent::info(type).ggml_type, w, n, k,
+      int64_t(nascent::row_bytes(type, k)), m, copies, threads);
+  return [g, copies](int r) { g->run(r % copies); };
+#else
+  (void)type, (void)w, (void)n, (void)k, (void)m, (void)copies, (void)threads;
+  return {};
+#endif
+}
+
+// Times a and b (if not empty) in alternating runs of 5 reps, each run
+// after an untimed call, so that both see the same share of a busy machine
+// and neither is timed while the other's idle pool threads still spin (a
+// worker that just finished keeps a core busy for a while, in both pools).
+// b's timing is NaN when b is empty.
+std::pair<Timing, Timing> time_pair(int reps, const std::function<void(int)>& a,
+                                    const std::function<void(int)>& b) {
+  constexpr int kRun = 5;
+  std::vector<double> ta, tb;
+  const auto run = [&](const std::function<void(int)>& f, int r0,
+                       std::vector<double>& t) {
+    f(r0);
+    for (int r = r0; r < std::min(reps, r0 + kRun); ++r) {
+      const double t0 = now();
+      f(r);
+      t.push_back(now() - t0);
+    }
+  };
+  for (int r0 = 0; r0 < reps; r0 += kRun) {
+    run(a, r0, ta);
+    if (b) run(b, r0, tb);
+  }
+  const auto summary = [](std::vector<double>& t) {
+    if (t.empty()) return Timing{std::nan(""), std::nan("")};
+    std::sort(t.begin(), t.end());
+    return Timing{t.front(), t[t.size() / 2]};
+  };
+  return {summary(ta), summary(tb)};
+}
+
 // memcpy of `bytes`, split over the threads; GB/s of reads plus writes.
 double copy_gbps(size_t bytes, int reps) {
   std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
@@ -104,7 +160,7 @@ void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
   // Small weights stay in the caches (one copy): the kernel's compute rate.
   const bool in_cache = w.size() < (size_t(4) << 20);
   const int copies =
-      in_cache ? 1 : int(std::max<size_t>(1, (size_t(256) << 20) / w.size()));
+      in_cache ? 1 : int(std::max<size_t>(1, (size_t(128) << 20) / w.size()));
   std::vector<Tensor> ws;
   for (int c = 0; c < copies; ++c) {
     ws.push_back(nascent::from_data(w.data(), {n, rb}, DType::u8, cpu));
@@ -114,15 +170,17 @@ void matvec(nascent::cpu::Backend& cpu, QuantType type, int64_t n, int64_t k,
   std::vector<float> xv(static_cast<size_t>(k));
   for (float& v : xv) v = normal(rng);
   const Tensor x = nascent::from_vector(xv, {1, k}, cpu);
-  const Timing t = time_reps(std::max(20, 2 * copies), [&](int r) {
-    nascent::qmatmul(x, ws[size_t(r % copies)], type);
-  });
+  const auto [t, tp] = time_pair(
+      std::max(20, 2 * copies),
+      [&](int r) { nascent::qmatmul(x, ws[size_t(r % copies)], type); },
+      make_peer(type, w.data(), n, k, 1, copies, threads));
   const double gbps = double(w.size()) / t.best / 1e9;
+  const double peer_gbps = double(w.size()) / tp.best / 1e9;
   fmt::print(
-      "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} "
-      "| {:.2f} |\n",
+      "| mat-vec | {}x{} | {} | {} | {:.3f} ({:.3f}) | {:.1f} | {:.1f} | "
+      "{:.1f} | {:.2f} | {:.2f} |\n",
       n, k, nascent::name(type), threads, t.best * 1e3, t.median * 1e3, gbps,
-      copy, gbps / copy);
+      peer_gbps, copy, gbps / copy, gbps / peer_gbps);
   std::fflush(stdout);
 }
 
@@ -134,29 +192,20 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
   const Tensor wf = nascent::dequantize(wq, type);  // [n, k] f32
   nascent::Generator gen(3);
   const Tensor x = nascent::normal({m, k}, 0.0, 1.0, cpu, gen);
-  // Alternated rep by rep, so that both see the same share of the machine.
-  Timing tq, tf;
-  std::vector<double> q, f;
-  nascent::qmatmul(x, wq, type);
-  nascent::matmul(x, wf.transpose());
-  for (int r = 0; r < 7; ++r) {
-    double t0 = now();
-    nascent::qmatmul(x, wq, type);
-    q.push_back(now() - t0);
-    t0 = now();
-    nascent::matmul(x, wf.transpose());
-    f.push_back(now() - t0);
-  }
-  std::sort(q.begin(), q.end());
-  std::sort(f.begin(), f.end());
-  tq = {q.front(), q[q.size() / 2]};
-  tf = {f.front(), f[f.size() / 2]};
+  // Each pair timed in alternating runs (time_pair).
+  const auto qm = [&](int) { nascent::qmatmul(x, wq, type); };
+  const auto [tq, tf] =
+      time_pair(7, qm, [&](int) { nascent::matmul(x, wf.transpose()); });
+  const auto [tq2, tp] =
+      time_pair(7, qm, make_peer(type, w.data(), n, k, m, 1, threads));
+  const double best = std::min(tq.best, tq2.best);
   const double flop = 2.0 * double(m) * double(n) * double(k);
   fmt::print(
       "| mat-mat M={} | {}x{} | {} | {} | {:.1f} ({:.1f}) | {:.1f} | "
-      "{:.1f} | {:.2f} |\n",
-      m, n, k, nascent::name(type), threads, tq.best * 1e3, tq.median * 1e3,
-      flop / tq.best / 1e9, flop / tf.best / 1e9, tf.best / tq.best);
+      "{:.1f} | {:.1f} | {:.2f} | {:.2f} |\n",
+      m, n, k, nascent::name(type), threads, best * 1e3, tq.median * 1e3,
+      flop / best / 1e9, flop / tp.best / 1e9, flop / tf.best / 1e9,
+      tf.best / tq.best, tp.best / tq2.best);
   std::fflush(stdout);
 }
 
@@ -172,6 +221,9 @@ int main(int argc, char** argv) {
       thread_counts = {1};
     } else if (arg == "--mat-mat") {
       matvecs = false;
+    } else if (arg == "--portable") {
+      // The portable Highway kernels, as a machine without AVX2 runs them.
+      hwy::SetSupportedTargetsForTest(HWY_SSE4);
     } else {
       thread_counts = {std::atoi(argv[a])};
     }
@@ -182,8 +234,9 @@ int main(int argc, char** argv) {
   const std::pair<int64_t, int64_t> shapes[] = {
       {4096, 4096}, {5632, 2048}, {256, 4096}};
   fmt::print(
-      "| op | N x K | type | threads | ms best (median) | weights "
-      "GB/s | memcpy GB/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+      "| op | N x K | type | threads | ms best (median) | weights GB/s | "
+      "llama.cpp GB/s | memcpy GB/s | vs memcpy | vs llama.cpp "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int threads : matvecs ? thread_counts : std::vector<int>{}) {
     nascent::cpu::set_num_threads(threads);
     const double copy = copy_gbps(size_t(256) << 20, 5);
@@ -193,7 +246,8 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "\n| op | N x K | type | threads | ms best (median) | GFLOP/s | "
-      "f32 GEMM GFLOP/s | ratio |\n|---|---|---|---|---|---|---|---|\n");
+      "llama.cpp GFLOP/s | f32 GEMM GFLOP/s | vs f32 GEMM | vs llama.cpp "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int threads : thread_counts) {
     nascent::cpu::set_num_threads(threads);
     for (QuantType type : types) matmat(cpu, type, 512, 2048, 2048, threads);

@@ -45,6 +45,8 @@ struct ActivationScratch {
   std::vector<float> d;
   std::vector<int32_t> sums;
   std::vector<int16_t> sums32;
+  std::vector<int8_t> q8;
+  std::vector<int16_t> sums16;
 };
 
 QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
@@ -53,6 +55,8 @@ QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
   s.d.resize(size_t(m * (k / block)));
   s.sums.resize(size_t(m * (k / 16)));
   s.sums32.resize(size_t(m * (k / 32)));
+  s.q8.resize(size_t(m * k));
+  s.sums16.resize(size_t(m * (k / 16)));
   // Rows of x are independent; a prompt's worth is worth the threads. (The
   // workers get plain pointers: `s` inside the lambda would name their own
   // thread_local scratch.)
@@ -60,12 +64,14 @@ QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
   float* d = s.d.data();
   int32_t* sums = s.sums.data();
   int16_t* sums32 = s.sums32.data();
+  int8_t* q8 = s.q8.data();
+  int16_t* sums16 = s.sums16.data();
   parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                [=](int64_t r0, int64_t r1) {
-                 quantize_activations(x, k, block, r0, r1, q, d, sums, sums32);
+                 quantize_activations(x, k, block, r0, r1, q, d, sums, sums32,
+                                      q8, sums16);
                });
-  return QuantizedRows{
-      m, k, block, s.q.data(), s.d.data(), s.sums.data(), s.sums32.data()};
+  return QuantizedRows{m, k, block, q, d, sums, sums32, q8, sums16};
 }
 
 // Float weights with many x rows: panels of weight rows widened to f32 and

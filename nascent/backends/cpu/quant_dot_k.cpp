@@ -16,6 +16,7 @@
 #include "nascent/backends/cpu/quant_kernels.h"
 #include "nascent/core/quant_blocks.h"
 // Per-target helpers; must come after highway.h.
+#include "nascent/backends/cpu/quant_avx2-inl.h"
 #include "nascent/backends/cpu/quant_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -235,6 +236,20 @@ template <QuantType kType>
 void DotRowsK(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
               const QuantizedRows& x, float* y, int64_t ldy) {
   const int64_t nb = x.k / 256;
+#if NASCENT_QUANT_X86
+  if constexpr (kType == QuantType::q4_k || kType == QuantType::q6_k) {
+    DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
+      const int8_t* xi = x.q8 + i * x.k;
+      if constexpr (kType == QuantType::q4_k) {
+        return x86::DotQ4K(w + j * ws, xi, x.d + i * nb,
+                           x.sums32 + i * (x.k / 32), nb);
+      }
+      return x86::DotQ6K(w + j * ws, xi, x.d + i * nb,
+                         x.sums16 + i * (x.k / 16), nb);
+    });
+    return;
+  }
+#endif
   DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
     float out;
     DotSuperBlocks<kType, 1>(w + j * ws, ws, x.q + i * x.k, x.d + i * nb,

@@ -24,6 +24,8 @@
 #include "nascent/backends/cpu/quant_kernels.h"
 #include "nascent/core/quant_blocks.h"
 // Per-target helpers; must come after highway.h.
+#include "nascent/backends/cpu/quant_avx2-inl.h"
+#include "nascent/backends/cpu/quant_gemm_x86-inl.h"
 #include "nascent/backends/cpu/quant_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -281,6 +283,13 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
 template <QuantType kType>
 void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
               const QuantizedRows& x, float* y, int64_t ldy) {
+#if NASCENT_QUANT_X86
+  if constexpr (kType == QuantType::q4_0 || kType == QuantType::q4_k ||
+                kType == QuantType::q6_k) {
+    x86::GemmRowsU8<kType>(w, ws, j0, j1, x, y, ldy);
+    return;
+  }
+#endif
   using L = Layout<kType>;
   constexpr int64_t kBytes = kType == QuantType::q4_0   ? 18
                              : kType == QuantType::q4_1 ? 20

@@ -2,11 +2,11 @@
 //
 // The block types multiply in integers, as llama.cpp does: each row of x is
 // quantized to int8 levels in blocks of 32 (against q4_0 .. q8_0 weights,
-// ggml's q8_0) or 256 (against the k-quants, ggml's q8_K), kept as int16 so
-// that the kernels multiply-add them with the weights' decoded levels
-// directly (Highway's ReorderWidenMulAccumulate: pmaddwd on x86, which costs
-// what maddubs costs without its saturation). The float weight types (f32,
-// f16, bf16) multiply x as it is.
+// ggml's q8_0) or 256 (against the k-quants, ggml's q8_K). The levels are
+// kept twice: as int8 for the x86 kernels (pmaddubsw, quant_avx2-inl.h) and
+// as int16 for the portable ones (Highway's ReorderWidenMulAccumulate, as
+// Highway 1.0.3 has no u8 x i8 product). The float weight types (f32, f16,
+// bf16) multiply x as it is.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,8 @@ struct QuantizedRows {
   const float* d = nullptr;         // [rows, k / block] scales.
   const int32_t* sums = nullptr;    // [rows, k / 16] sums of 16 levels.
   const int16_t* sums32 = nullptr;  // [rows, k / 32] sums of 32 levels.
+  const int8_t* q8 = nullptr;       // The levels as int8.
+  const int16_t* sums16 = nullptr;  // The sums of 16 levels as int16.
 };
 
 // The activation block for weights of `type`; 0 for f32, f16 and bf16
@@ -33,7 +35,7 @@ int64_t activation_block(QuantType type);
 // `block` into the arrays of out (laid out as QuantizedRows says).
 void quantize_activations(const float* x, int64_t k, int64_t block, int64_t r0,
                           int64_t r1, int16_t* q, float* d, int32_t* sums,
-                          int16_t* sums32);
+                          int16_t* sums32, int8_t* q8, int16_t* sums16);
 
 // y[i * ldy + j] = x_i . W_j for every row i of x and weight rows j in
 // [j0, j1), W_j = the row of blocks at w + j * ws bytes. Single-threaded.

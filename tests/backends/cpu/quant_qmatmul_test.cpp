@@ -5,6 +5,7 @@
 // each term w_i x_i may be off by |w_i| d_x / 2 (d_x = the block's max |x|
 // / 127): the bound below adds those up, plus f32 rounding of the sums. A
 // wrong bit in a layout breaks it by orders of magnitude.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
@@ -119,6 +121,63 @@ TEST_F(QuantQmatmul, SeveralRowsEveryType) {
     run(type, 3, 21, odd_k(type), 2);
     run(type, 19, 40, 2 * odd_k(type), 3);
   }
+}
+
+// The portable (Highway, int16) kernels, which the x86 machines that run
+// these tests would otherwise never reach: dispatch limited to SSE4 there.
+// (Elsewhere the mock is a no-op and this repeats the checks above.)
+TEST_F(QuantQmatmul, PortableKernelsEveryType) {
+#if HWY_ARCH_X86
+  hwy::SetSupportedTargetsForTest(HWY_SSE4);
+#endif
+  for (QuantType type : kAllTypes) {
+    run(type, 1, 37, odd_k(type), 41);
+    run(type, 9, 19, 2 * odd_k(type), 42);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Levels at their extremes: x's at +-127 (every |x| equal) against weights
+// at the ends of their ranges, where a u8 x i8 pair sum (pmaddubsw) would
+// saturate int16 if the kernels fed it a level it cannot take.
+TEST_F(QuantQmatmul, ExtremeLevels) {
+  for (QuantType type : kAllTypes) {
+    const int64_t k = odd_k(type) - odd_k(type) % 32, n = 9;
+    for (int64_t m : {1, 12}) {
+      std::vector<float> x(size_t(m * k)), wv(size_t(n * k));
+      for (int64_t i = 0; i < m * k; ++i) x[size_t(i)] = (i * 7 % 3) ? 1 : -1;
+      for (int64_t i = 0; i < n * k; ++i) {
+        // Rows alternate signs of x's pattern and its opposite, with a few
+        // small values so that the scales and mins differ between blocks.
+        const float big = ((i / k) % 2 ? -1.0f : 1.0f) * x[size_t(i % k)];
+        wv[size_t(i)] = i % 11 == 0 ? 0.01f * float(i % 5) : big;
+      }
+      const std::vector<uint8_t> w = quantize_rows(type, wv, n, k);
+      const int64_t rb = int64_t(row_bytes(type, k));
+      const Tensor y = qmatmul(from_vector(x, {m, k}, cpu_),
+                               from_vector(w, {n, rb}, cpu_), type);
+      expect_qmatmul(type, x, w, m, n, k, y.to_vector<float>(),
+                     fmt::format("extreme m={}", m));
+    }
+  }
+}
+
+// Odd row counts of W and x and several K on both thread counts: the
+// tiles' and panels' edges.
+TEST_F(QuantQmatmul, OddShapesOnBothThreadCounts) {
+  const int saved = cpu::num_threads();
+  for (int threads : {1, 2}) {
+    cpu::set_num_threads(threads);
+    for (QuantType type : {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k,
+                           QuantType::q6_k, QuantType::f16}) {
+      const int64_t b = std::max<int64_t>(32, block_size(type));
+      run(type, 1, 301, 5 * b, 50);
+      run(type, 7, 33, 3 * b, 51);
+      run(type, 13, 17, b, 52);
+      run(type, 41, 45, 2 * b, 53);
+    }
+  }
+  cpu::set_num_threads(saved);
 }
 
 // Enough weight rows for several tasks (1.25 MB of q4_0 and more), on 2

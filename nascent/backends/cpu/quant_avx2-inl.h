@@ -1,0 +1,249 @@
+// x86 (AVX2 and up) mat-vec kernels of the quant family: the weights' levels
+// as unsigned bytes times x's int8 levels with pmaddubsw (32 products per
+// instruction, pairs summed into int16), then pmaddwd against the sub-block
+// scales (or ones) into int32, and one f32 multiply-add per block. Highway
+// 1.0.3 has no u8 x i8 multiply-add, so these use the intrinsics on the
+// targets that have them (NASCENT_QUANT_X86); the others keep the portable
+// int16 kernels. Unsigned levels (q4_0's 0..15, q6_K's 0..63) keep each
+// pair sum below pmaddubsw's int16 saturation (2 * 63 * 127); their offsets
+// (8, 32) meet x through its block sums instead.
+//
+// Highway's per-target header pattern: included once per SIMD target after
+// hwy/highway.h.
+#undef NASCENT_QUANT_X86
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define NASCENT_QUANT_X86 1
+#else
+#define NASCENT_QUANT_X86 0
+#endif
+
+#if defined(NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_) == \
+    defined(HWY_TARGET_TOGGLE)
+#ifdef NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_
+#undef NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_
+#else
+#define NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+
+#if NASCENT_QUANT_X86
+#include <immintrin.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace nascent::cpu {
+namespace HWY_NAMESPACE {
+namespace x86 {
+
+HWY_INLINE float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+HWY_INLINE float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+HWY_INLINE float HSum(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+HWY_INLINE __m256i Load(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Unsigned bytes u times signed bytes s, summed in fours into int32 lanes.
+HWY_INLINE __m256i Dot4(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// Shuffles that spread int16 word `i` of each 128-bit lane over the low
+// lane and word `i + 1` over the high lane (kWordPairs[i]), or word i over
+// both (kWords[i]): sub-block scales to lanes. In memory, so that each is
+// one pshufb operand rather than a constant built in registers.
+struct WordMasks {
+  alignas(32) int8_t pairs[8][32];
+  alignas(32) int8_t words[8][32];
+  constexpr WordMasks() : pairs(), words() {
+    for (int i = 0; i < 8; ++i) {
+      for (int j = 0; j < 32; j += 2) {
+        const int lo = 2 * i, hi = j < 16 ? 2 * i : 2 * (i + 1) % 16;
+        pairs[i][j] = int8_t(j < 16 ? lo : hi);
+        pairs[i][j + 1] = int8_t((j < 16 ? lo : hi) + 1);
+        words[i][j] = int8_t(2 * i);
+        words[i][j + 1] = int8_t(2 * i + 1);
+      }
+    }
+  }
+};
+inline constexpr WordMasks kMasks;
+
+HWY_INLINE __m256i Mask(const int8_t* m) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+}
+
+// q8_0: sign moved from w to x so that |w| is the unsigned operand.
+HWY_INLINE __m256i DotQ8Block(const uint8_t* blk, const int8_t* x) {
+  const __m256i q = Load(blk + 2);
+  return Dot4(_mm256_sign_epi8(q, q), _mm256_sign_epi8(Load(x), q));
+}
+
+HWY_INLINE float DotQ8_0(const uint8_t* w, const int8_t* x, const float* xd,
+                         int64_t nb) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* blk = w + 34 * b;
+    const __m256i p0 = DotQ8Block(blk, x + 32 * b);
+    const __m256i p1 = DotQ8Block(blk + 34, x + 32 * b + 32);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
+                           _mm256_set1_ps(Half(blk) * xd[b]), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                           _mm256_set1_ps(Half(blk + 34) * xd[b + 1]), acc1);
+  }
+  if (b < nb) {
+    const __m256i p = DotQ8Block(w + 34 * b, x + 32 * b);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                           _mm256_set1_ps(Half(w + 34 * b) * xd[b]), acc0);
+  }
+  return HSum(_mm256_add_ps(acc0, acc1));
+}
+
+// q4_0: nibbles 0..15 (low ones first); the offset 8 times x's sum leaves
+// the int32 sum through one lane (cheaper than a scalar f32 term per block).
+HWY_INLINE __m256i DotQ4Block(const uint8_t* blk, const int8_t* x,
+                              int16_t xsum) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+  const __m256i q = _mm256_and_si256(
+      _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xF));
+  return _mm256_sub_epi32(Dot4(q, Load(x)),
+                          _mm256_castsi128_si256(_mm_cvtsi32_si128(8 * xsum)));
+}
+
+HWY_INLINE float DotQ4_0(const uint8_t* w, const int8_t* x, const float* xd,
+                         const int16_t* xs32, int64_t nb) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* blk = w + 18 * b;
+    const __m256i p0 = DotQ4Block(blk + 2, x + 32 * b, xs32[b]);
+    const __m256i p1 = DotQ4Block(blk + 20, x + 32 * b + 32, xs32[b + 1]);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
+                           _mm256_set1_ps(Half(blk) * xd[b]), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                           _mm256_set1_ps(Half(blk + 18) * xd[b + 1]), acc1);
+  }
+  if (b < nb) {
+    const __m256i p = DotQ4Block(w + 18 * b + 2, x + 32 * b, xs32[b]);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                           _mm256_set1_ps(Half(w + 18 * b) * xd[b]), acc0);
+  }
+  return HSum(_mm256_add_ps(acc0, acc1));
+}
+
+// q4_K: per super-block, 8 scales and 8 mins of 6 bits (unpacked with
+// 32-bit word operations), 4 x 32 bytes of nibbles (low nibbles are values
+// 64j .. 64j + 31, high ones the next 32). The mins meet x's sums of 32.
+HWY_INLINE float DotQ4K(const uint8_t* w, const int8_t* x, const float* xd,
+                        const int16_t* xs32, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc = _mm256_setzero_ps();
+  __m128 accm = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 144 * b;
+    const int8_t* xb = x + 256 * b;
+    uint32_t u[3];
+    std::memcpy(u, blk + 4, 12);
+    const uint32_t low6 = 0x3f3f3f3f, nib = 0x0f0f0f0f, low2 = 0x03030303;
+    const uint32_t s_lo = u[0] & low6, m_lo = u[1] & low6;
+    const uint32_t s_hi = (u[2] & nib) | (((u[0] >> 6) & low2) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & nib) | (((u[1] >> 6) & low2) << 4);
+    // Low lane: the 8 scales as int16; high lane: the 8 mins.
+    const __m256i sm = _mm256_cvtepu8_epi16(
+        _mm_set_epi32(int(m_hi), int(m_lo), int(s_hi), int(s_lo)));
+    const __m128i mins = _mm_madd_epi16(
+        _mm256_extracti128_si256(sm, 1),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs32 + 8 * b)));
+    const __m256i scales = _mm256_permute4x64_epi64(sm, 0x44);
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i q = Load(blk + 16 + 32 * j);
+      const __m256i lo = _mm256_and_si256(q, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      const __m256i p0 = _mm256_madd_epi16(
+          _mm256_maddubs_epi16(lo, Load(xb + 64 * j)),
+          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j])));
+      const __m256i p1 = _mm256_madd_epi16(
+          _mm256_maddubs_epi16(hi, Load(xb + 64 * j + 32)),
+          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j + 1])));
+      isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                          _mm256_set1_ps(Half(blk) * xd[b]), acc);
+    accm = _mm_fmadd_ps(_mm_cvtepi32_ps(mins),
+                        _mm_set1_ps(Half(blk + 2) * xd[b]), accm);
+  }
+  return HSum(acc) - HSum(accm);
+}
+
+// q6_K: per half (128 values), 64 bytes of low nibbles and 32 of high bit
+// pairs give four 32-value rows of levels 0..63; each row spans two
+// 16-value sub-blocks, whose int8 scales go to the two 128-bit lanes. The
+// offset 32 meets x's sums of 16 through the same scales.
+HWY_INLINE float DotQ6K(const uint8_t* w, const int8_t* x, const float* xd,
+                        const int16_t* xs16, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 210 * b;
+    const int8_t* xb = x + 256 * b;
+    const __m256i sc = _mm256_cvtepi8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+    const __m256i offset = _mm256_madd_epi16(sc, Load(xs16 + 16 * b));
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i sch = h == 0 ? _mm256_permute4x64_epi64(sc, 0x44)
+                                 : _mm256_permute4x64_epi64(sc, 0xEE);
+      const uint8_t* ql = blk + 64 * h;
+      const __m256i a = Load(ql), c = Load(ql + 32);
+      const __m256i hv = Load(blk + 128 + 32 * h);
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(a, low4),
+                          _mm256_and_si256(_mm256_slli_epi16(hv, 4), bits45)),
+          _mm256_or_si256(_mm256_and_si256(c, low4),
+                          _mm256_and_si256(_mm256_slli_epi16(hv, 2), bits45)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low4),
+                          _mm256_and_si256(hv, bits45)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), low4),
+                          _mm256_and_si256(_mm256_srli_epi16(hv, 2), bits45))};
+      const int8_t* xh = xb + 128 * h;
+      for (int r = 0; r < 4; ++r) {
+        const __m256i p = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(q[r], Load(xh + 32 * r)),
+            _mm256_shuffle_epi8(sch, Mask(kMasks.pairs[2 * r])));
+        isum = _mm256_add_epi32(isum, p);
+      }
+    }
+    isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                          _mm256_set1_ps(Half(blk + 208) * xd[b]), acc);
+  }
+  return HSum(acc);
+}
+
+}  // namespace x86
+}  // namespace HWY_NAMESPACE
+}  // namespace nascent::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // NASCENT_QUANT_X86
+#endif  // NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_
