@@ -102,8 +102,9 @@ fi
 # racecheck over the kernels that share memory between threads.
 if want sanitize; then
 export NASCENT_CUDA_CROSS_CHECK=0
-# MEMCHECK_FILTER and RACECHECK_FILTER narrow them for a quick re-run.
-sharded memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+# MEMCHECK_FILTER and RACECHECK_FILTER narrow them for a quick re-run;
+# MEMCHECK_LIMIT (seconds a shard, default 120) gives memcheck longer.
+sharded memcheck "${MEMCHECK_LIMIT:-120}" compute-sanitizer --tool memcheck --error-exitcode 9 \
   "$bin/nascent_tests" --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-*CudaConformance.*:CudaMemory.RaiiReturnsBlocksToTheCacheAndTrimToTheDriver}"
 grep -aE "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$out/memcheck.log" |
   sort | uniq -c
