@@ -112,6 +112,22 @@ void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
 
 }  // namespace
 
+std::vector<float> activation_group_terms(const QuantizedRows& x,
+                                          int64_t group) {
+  const int64_t k = x.k, ngroups = group > 0 ? k / group : 0;
+  std::vector<float> out(size_t(x.rows * ngroups));
+  for (int64_t i = 0; i < x.rows; ++i) {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      const int64_t first = g * group;
+      const int32_t* sums = x.sums + i * (k / 16) + first / 16;
+      const int32_t sum = group == 32 ? sums[0] + sums[1] : sums[0];
+      out[size_t(i * ngroups + g)] =
+          x.d[i * (k / x.block) + first / x.block] * float(sum);
+    }
+  }
+  return out;
+}
+
 int64_t activation_block(QuantType type) {
   switch (type) {
     case QuantType::f32:

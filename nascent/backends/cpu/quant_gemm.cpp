@@ -317,17 +317,7 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   float* scales = panel.scales.get();
   float* mins = panel.mins.get();
   Decoded dec;
-  // x's side of the mins: d_x times x's sum over each group, per row.
-  std::vector<float> xg(size_t(x.rows * ngroups));
-  for (int64_t i = 0; i < x.rows; ++i) {
-    for (int64_t g = 0; g < ngroups; ++g) {
-      const int64_t first = g * L::kGroup;
-      const int32_t* sums = x.sums + i * (k / 16) + first / 16;
-      const int32_t sum = L::kGroup == 32 ? sums[0] + sums[1] : sums[0];
-      xg[size_t(i * ngroups + g)] =
-          x.d[i * nblocks + first / L::kBlock] * float(sum);
-    }
-  }
+  const std::vector<float> xg = activation_group_terms(x, L::kGroup);
   const auto c = hwy::AllocateAligned<float>(size_t(kMR * nr));
   for (int64_t p0 = j0; p0 < j1; p0 += nr) {
     // Decode and interleave: pair q of row r goes to pairs[q * nr + r].

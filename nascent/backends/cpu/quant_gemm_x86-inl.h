@@ -210,17 +210,7 @@ void GemmRowsU8(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
     panel.mins = hwy::AllocateAligned<float>(size_t(k));
     panel.capacity = k;
   }
-  // x's side of the mins: d_x times x's sum over each group, per row.
-  std::vector<float> xg(size_t(x.rows * ngroups));
-  for (int64_t i = 0; i < x.rows; ++i) {
-    for (int64_t g = 0; g < ngroups; ++g) {
-      const int64_t first = g * L::kGroup;
-      const int32_t* sums = x.sums + i * (k / 16) + first / 16;
-      const int32_t sum = L::kGroup == 32 ? sums[0] + sums[1] : sums[0];
-      xg[size_t(i * ngroups + g)] =
-          x.d[i * (k / x.block) + first / x.block] * float(sum);
-    }
-  }
+  const std::vector<float> xg = activation_group_terms(x, L::kGroup);
   alignas(32) float c[kMR * 16];
   U8Decoded dec;
   for (int64_t p0 = j0; p0 < j1; p0 += 16) {

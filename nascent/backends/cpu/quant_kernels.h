@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "nascent/core/quant.h"
 
@@ -36,6 +37,12 @@ int64_t activation_block(QuantType type);
 void quantize_activations(const float* x, int64_t k, int64_t block, int64_t r0,
                           int64_t r1, int16_t* q, float* d, int32_t* sums,
                           int16_t* sums32, int8_t* q8, int16_t* sums16);
+
+// x's side of the mat-mat kernels' offsets and mins: d_x times x's sum of
+// levels over each group of `group` values (16 or 32; 0 gives nothing),
+// [rows, k / group].
+std::vector<float> activation_group_terms(const QuantizedRows& x,
+                                          int64_t group);
 
 // y[i * ldy + j] = x_i . W_j for every row i of x and weight rows j in
 // [j0, j1), W_j = the row of blocks at w + j * ws bytes. Single-threaded.

@@ -7,18 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cuda/need_gpu.h"
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cuda/backend.h"
 #include "nascent/core/ops.h"
 
 namespace nascent::cuda {
 namespace {
-
-#define NASCENT_NEED_GPU()                                              \
-  if (Backend::device_count() == 0) {                                   \
-    GTEST_SKIP() << "no CUDA device: the driver reports none, so this " \
-                    "test of the CUDA backend cannot run here";         \
-  }
 
 TEST(CudaBackend, NameAndDevice) {
   NASCENT_NEED_GPU();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "io/test_files.h"
+#include "models/llama/gguf_floats.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
 #include "nascent/io/gguf_reader.h"
@@ -34,17 +35,7 @@ RandomModelConfig gqa_config() {
   return c;
 }
 
-std::vector<float> floats(const gguf::Reader& r, const gguf::TensorInfo& t) {
-  std::vector<float> out(size_t(t.numel()));
-  int64_t cols = t.shape.back();
-  auto bytes = r.tensor_data(t);
-  size_t stride = row_bytes(t.type, cols);
-  for (int64_t row = 0; row < t.numel() / cols; ++row) {
-    dequantize_row(t.type, bytes.data() + size_t(row) * stride,
-                   out.data() + row * cols, cols);
-  }
-  return out;
-}
+using testing::floats;
 
 TEST(RandomModel, MetadataAndTensorsAreWhatLlamaCppLoads) {
   testing::TempDir dir;
