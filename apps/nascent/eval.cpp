@@ -41,8 +41,7 @@ int eval(const Args& args) {
       "test accuracy {:.2f}% on {} images, loss {:.4f} ({:.0f} "
       "images/s, {})\n",
       100.0 * r.accuracy, r.count, r.loss, double(r.count) / s,
-      args.device == "cpu" ? fmt::format("{} threads", cpu::num_threads())
-                           : device->name());
+      describe_backend(*device));
   return 0;
 }
 

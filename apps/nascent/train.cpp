@@ -99,9 +99,7 @@ int train(Args args) {
       "nascent train: {} ({} parameters), {}, lr {}, batch {}, {} "
       "epochs, seed {}, {}\n",
       o.model, trainer.model().num_parameters(), o.optimizer, o.lr,
-      o.batch_size, o.epochs, o.seed,
-      args.device == "cpu" ? fmt::format("{} CPU threads", cpu::num_threads())
-                           : device->name());
+      o.batch_size, o.epochs, o.seed, describe_backend(*device));
   fmt::print("data: {} training and {} test images from {} ({:.1f} s)\n",
              train_set.size(), test_set.size(), args.data_dir,
              seconds_since(start));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
 #ifdef NASCENT_HAVE_CUDA
 #include "nascent/backends/cuda/backend.h"
@@ -33,6 +34,13 @@ int parse_index(const std::string& s) {
 }
 
 }  // namespace
+
+std::string describe_backend(const Backend& backend) {
+  if (dynamic_cast<const cpu::Backend*>(&backend) != nullptr) {
+    return fmt::format("{} CPU threads", cpu::num_threads());
+  }
+  return backend.name();
+}
 
 std::vector<std::string> device_names() {
   std::vector<std::string> names = {"cpu"};

@@ -16,6 +16,10 @@ namespace nascent {
 // when the build has one but the device is missing.
 std::unique_ptr<Backend> make_backend(const std::string& device);
 
+// Where `backend` runs, for a program's log line: "2 CPU threads" for the
+// CPU backend, the backend's name ("cuda:0") otherwise.
+std::string describe_backend(const Backend& backend);
+
 // The device names this build understands ("cpu", and "cuda" when the CUDA
 // backend is compiled in, whether or not a GPU is present).
 std::vector<std::string> device_names();
