@@ -2,8 +2,9 @@
 // (gemv_kernel.cpp), split over the output. Otherwise, on several threads:
 // - f32 with B small enough (packed, at most kSharedBBytes, and n <= NC):
 //   all threads pack B together, then compute blocks of rows of C, each
-//   packing its own rows of A. Nothing is packed twice, and the row blocks,
-//   more than the threads, balance a thread that starts late.
+//   packing its own rows of A, all in one pool job. Nothing is packed
+//   twice, and the row blocks, more than the threads, balance a thread
+//   that starts late.
 // - else C is split into blocks (one per thread, two per thread for big
 //   products) and each runs the packed single-thread GEMM
 //   (gemm_kernel.cpp). Blocks are independent (each task packs its own
@@ -11,8 +12,10 @@
 //   per row block, which is O(mk + kn) against O(mnk) of arithmetic.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <memory>
 #include <new>
+#include <thread>
 
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/gemm_kernel.h"
@@ -151,28 +154,45 @@ bool gemm_shared_b_f32(const GemmArgs& g, const float* a, const float* b,
   // The caller's buffer, shared by the tasks for the duration of the call.
   float* bp = static_cast<float*>(
       gemm_scratch(GemmBuffer::shared_b, kblocks * p.block_b * sizeof(float)));
-  // Packing B: each KC block in column pieces, about two per thread.
+  // One pool job per call (a job's start and end cost a wake-up and a
+  // wait each): first the pieces of B, each KC block in column pieces,
+  // about two per thread; then blocks of rows of C, at least two per
+  // thread, a multiple of the thread count, none taller than MC. Tasks
+  // start in order, so when a row block starts every piece of B has been
+  // claimed: it waits only for pieces still being packed.
   const size_t panels = (n + p.nr - 1) / p.nr;
   const size_t pieces = std::min(
       panels,
       std::max<size_t>(1, (2 * size_t(threads) + kblocks - 1) / kblocks));
-  parallel_tasks(int(kblocks * pieces), [&](int task) {
-    const size_t block = size_t(task) / pieces, piece = size_t(task) % pieces;
-    const size_t j0 = panels * piece / pieces * p.nr;
-    const size_t j1 = std::min(n, panels * (piece + 1) / pieces * p.nr);
-    if (j0 < j1) {
-      gemm_pack_b_f32(g, p, block * p.kc, j0, j1, b, bp + block * p.block_b);
-    }
-  });
-  // Row blocks: at least two per thread, a multiple of the thread count,
-  // none taller than MC.
+  const size_t packs = kblocks * pieces;
   const size_t tiles = (m + p.mr - 1) / p.mr;
   size_t per_thread = std::max<size_t>(
       2, ((m + p.mc - 1) / p.mc + size_t(threads) - 1) / size_t(threads));
   const size_t rows = std::min(tiles, per_thread * size_t(threads));
-  parallel_tasks(int(rows), [&](int task) {
-    const size_t i0 = std::min(m, tiles * size_t(task) / rows * p.mr);
-    const size_t i1 = std::min(m, tiles * size_t(task + 1) / rows * p.mr);
+  std::atomic<size_t> packed{0};
+  parallel_tasks(int(packs + rows), [&](int task) {
+    if (size_t(task) < packs) {
+      // Counted even if it throws, so that no row block waits forever
+      // (the exception reaches the caller).
+      struct Count {
+        std::atomic<size_t>& n;
+        ~Count() { n.fetch_add(1, std::memory_order_release); }
+      } count{packed};
+      const size_t block = size_t(task) / pieces;
+      const size_t piece = size_t(task) % pieces;
+      const size_t j0 = panels * piece / pieces * p.nr;
+      const size_t j1 = std::min(n, panels * (piece + 1) / pieces * p.nr);
+      if (j0 < j1) {
+        gemm_pack_b_f32(g, p, block * p.kc, j0, j1, b, bp + block * p.block_b);
+      }
+      return;
+    }
+    while (packed.load(std::memory_order_acquire) < packs) {
+      std::this_thread::yield();
+    }
+    const size_t r = size_t(task) - packs;
+    const size_t i0 = std::min(m, tiles * r / rows * p.mr);
+    const size_t i1 = std::min(m, tiles * (r + 1) / rows * p.mr);
     if (i0 < i1) gemm_rows_f32(g, p, i0, i1, a, bp, c);
   });
   return true;

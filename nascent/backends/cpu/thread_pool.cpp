@@ -29,19 +29,45 @@ constexpr bool kCanStartThreads = true;
 #endif
 
 // How long a thread busy-waits for the event it expects (the next job, the
-// end of the current one) before it sleeps on a condition variable: a
-// futex wake-up of a sleeping thread costs 10-50 us in a VM, as much as a
-// small GEMM, and jobs often follow each other closely (a model's layers).
-constexpr auto kSpin = std::chrono::microseconds(50);
+// end of the current one) before it sleeps on a condition variable:
+// NASCENT_SPIN_US microseconds, read once. Waking a sleeping thread costs
+// 10-50 us in a VM, and a vCPU left idle can take milliseconds to get its
+// core back from the host, as much as a whole small GEMM; jobs often follow
+// each other closely (a model's layers, a GEMM's repetitions). OpenMP and
+// OpenBLAS spin for milliseconds too. The wait is bounded: an idle process
+// stops burning CPU after this long, and a pool of one thread never spins.
+constexpr long kDefaultSpinUs = 2000;
+// The first part of a wait polls flat out; after it, each check first
+// yields the core, so that a waiter sharing one with the thread it waits
+// for (the host or the kernel put both there) lets that thread run.
+constexpr auto kPollOnly = std::chrono::microseconds(50);
 
-// True once done() is, or false when kSpin has passed first.
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds us = [] {
+    if (const char* env = std::getenv("NASCENT_SPIN_US")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0) {
+        return std::chrono::microseconds(v);
+      }
+    }
+    return std::chrono::microseconds(kDefaultSpinUs);
+  }();
+  return us;
+}
+
+// True once done() is, or false when spin_time() has passed first.
 template <class Done>
 bool spin_until(Done done) {
+  if (done()) return true;
+  const auto limit = spin_time();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 1;; ++i) {
     if (done()) return true;
-    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) {
-      return false;
+    if (i % 64 == 0) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > limit) return false;
+      if (waited > kPollOnly) std::this_thread::yield();
     }
   }
 }

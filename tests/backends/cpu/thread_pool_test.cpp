@@ -156,6 +156,39 @@ TEST_F(ThreadPoolTest, ExceptionInATaskReachesTheCaller) {
   EXPECT_EQ(count.load(), 4);
 }
 
+// Tasks start in increasing order, so a task may wait for the lower ones
+// (GEMM packs B in the first tasks of a job and computes in the rest): the
+// upper half waits for the lower half to finish, on every thread count.
+// Out of order, a waiting task would hold a thread that a lower task
+// needs; the wait gives up after 10 s so that such a bug fails the test
+// instead of hanging it.
+TEST_F(ThreadPoolTest, TasksStartInOrderSoTheyMayWaitForLowerOnes) {
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (int round = 0; round < 200; ++round) {
+      constexpr int kHalf = 5;
+      std::atomic<int> first_done{0}, waited_out{0};
+      parallel_tasks(2 * kHalf, [&](int t) {
+        if (t < kHalf) {
+          first_done.fetch_add(1);
+          return;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        while (first_done.load() < kHalf) {
+          if (std::chrono::steady_clock::now() - start >
+              std::chrono::seconds(10)) {
+            waited_out.fetch_add(1);
+            return;
+          }
+          std::this_thread::yield();
+        }
+      });
+      ASSERT_EQ(waited_out.load(), 0) << threads << " threads, round " << round;
+      ASSERT_EQ(first_done.load(), kHalf);
+    }
+  }
+}
+
 TEST_F(ThreadPoolTest, RejectsThreadCountsBelowOne) {
   for (int n : {0, -1}) {
     try {
