@@ -13,6 +13,10 @@
 
 #include "nascent/core/error.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace nascent::cpu {
 
 namespace {
@@ -27,6 +31,49 @@ constexpr bool kCanStartThreads = false;
 #else
 constexpr bool kCanStartThreads = true;
 #endif
+
+// Tells the CPU that this is a spin-wait: a sibling hyperthread gets the
+// core's resources, and a hypervisor (KVM's pause-loop exiting) may run
+// another of the VM's vCPUs, say the one that the spinner waits for.
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// The CPU the calling thread runs on, or -1 where that is unknown.
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// Moves the calling thread off `cpu`, then lets it run anywhere it could
+// before. Linux puts a new or woken worker on the CPU of the thread that
+// started or woke it and here left both sharing it for milliseconds while
+// the other CPU idled (whole 256^3 GEMMs ran at one thread's speed); a
+// worker that finds itself on its caller's CPU pays two system calls.
+void move_off(int cpu) {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  if (cpu < 0 || cpu >= CPU_SETSIZE ||
+      sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    return;
+  }
+  cpu_set_t others = allowed;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0) return;
+  if (sched_setaffinity(0, sizeof(others), &others) == 0) {
+    sched_setaffinity(0, sizeof(allowed), &allowed);
+  }
+#else
+  (void)cpu;
+#endif
+}
 
 // How long a thread busy-waits for the event it expects (the next job, the
 // end of the current one) before it sleeps on a condition variable:
@@ -64,6 +111,7 @@ bool spin_until(Done done) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 1;; ++i) {
     if (done()) return true;
+    cpu_pause();
     if (i % 64 == 0) {
       const auto waited = std::chrono::steady_clock::now() - start;
       if (waited > limit) return false;
@@ -87,9 +135,16 @@ class Pool {
     std::lock_guard<std::mutex> lock(run_mutex_);
     stop_workers();
     stopping_ = false;
+    caller_cpu_ = current_cpu();
     if (kCanStartThreads) {
       for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
     }
+    // Returns once every worker runs: a new thread can wait milliseconds
+    // for a core, and the first jobs would otherwise run on the caller
+    // alone.
+    std::unique_lock<std::mutex> started_lock(mutex_);
+    started_cv_.wait(started_lock,
+                     [&] { return started_ == int(workers_.size()); });
     size_.store(int(workers_.size()) + 1);
   }
 
@@ -108,6 +163,7 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       fn_ = &fn;
       tasks_ = tasks;
+      caller_cpu_ = current_cpu();
       next_.store(0);
       done_ = 0;
       ++generation_;
@@ -155,6 +211,12 @@ class Pool {
   void work() {
     t_in_worker = true;
     uint64_t seen = 0;
+    leave_caller_cpu();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++started_;
+    }
+    started_cv_.notify_all();
     for (;;) {
       const std::function<void(int)>* fn;
       int tasks;
@@ -170,12 +232,18 @@ class Pool {
         tasks = tasks_;
         ++active_;
       }
+      leave_caller_cpu();
       int finished = claim_and_run(*fn, tasks);
       std::lock_guard<std::mutex> lock(mutex_);
       done_ += finished;
       --active_;
       if (done_ == tasks_ && active_ == 0) idle_.notify_one();
     }
+  }
+
+  void leave_caller_cpu() {
+    const int cpu = caller_cpu_.load();
+    if (cpu >= 0 && current_cpu() == cpu) move_off(cpu);
   }
 
   void stop_workers() {
@@ -186,11 +254,15 @@ class Pool {
     wake_.notify_all();
     for (auto& w : workers_) w.join();
     workers_.clear();
+    started_ = 0;
   }
 
   std::mutex run_mutex_;  // One job at a time; callers queue here.
   std::mutex mutex_;
-  std::condition_variable wake_, idle_;
+  std::condition_variable wake_, idle_, started_cv_;
+  int started_ = 0;  // Workers that have begun to run.
+  // The CPU of the thread that last started workers or posted a job.
+  std::atomic<int> caller_cpu_{-1};
   std::vector<std::thread> workers_;
   const std::function<void(int)>* fn_ = nullptr;
   int tasks_ = 0;
