@@ -12,6 +12,7 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/balanced.h"
 #include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/quant_kernels.h"
 #include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/thread_pool.h"
@@ -50,7 +51,9 @@ struct ActivationScratch {
 };
 
 QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
-  thread_local ActivationScratch s;
+  // One per block size: a fused product may hold x quantized both ways.
+  thread_local ActivationScratch scratch[2];
+  ActivationScratch& s = scratch[block == 32 ? 0 : 1];
   s.q.resize(size_t(m * k));
   s.d.resize(size_t(m * (k / block)));
   s.sums.resize(size_t(m * (k / 16)));
@@ -110,7 +113,82 @@ void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
   }
 }
 
+// y [m, n] = x [m, k] @ W^T, W = n rows of `type` at w (row stride ws).
+void qmatmul_rows(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
+                  const float* xp, int64_t m, int64_t k, float* y) {
+  const int64_t grain = row_grain(ws);
+  if (is_float_type(type) && m >= kGemmRows) {
+    float_gemm(type, wp, ws, n, xp, m, k, y);
+    return;
+  }
+  if (is_float_type(type)) {
+    balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
+      fdot_rows(type, wp, ws, j0, j1, xp, m, k, y, n);
+    });
+    return;
+  }
+  const QuantizedRows xq = quantize_x(xp, m, k, activation_block(type));
+  if (m >= kGemmRows) {
+    balanced_for((n + kTileRows - 1) / kTileRows, 1,
+                 [&](int64_t t0, int64_t t1) {
+                   qgemm_rows(type, wp, ws, t0 * kTileRows,
+                              std::min(n, t1 * kTileRows), xq, y, n);
+                 });
+    return;
+  }
+  balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
+    qdot_rows(type, wp, ws, j0, j1, xq, y, n);
+  });
+}
+
 }  // namespace
+
+void qmatmul_fused(const float* x, int64_t m, int64_t k,
+                   std::span<const QLinear> ms) {
+  if (m >= kGemmRows) {
+    for (const QLinear& l : ms)
+      qmatmul_rows(l.type, l.w, l.ws, l.n, x, m, k, l.y);
+    return;
+  }
+  // x quantized for each block size in use, before the job.
+  QuantizedRows xq[2];
+  bool have[2] = {false, false};
+  int64_t tiles = 0, bytes = 0;
+  for (const QLinear& l : ms) {
+    const int64_t block = activation_block(l.type);
+    const int i = block == 32 ? 0 : 1;
+    if (block != 0 && !have[i]) {
+      xq[i] = quantize_x(x, m, k, block);
+      have[i] = true;
+    }
+    tiles += (l.n + kTileRows - 1) / kTileRows;
+    bytes += l.n * l.ws;
+  }
+  if (tiles == 0) return;
+  // Tiles of kTileRows rows of every matrix in turn, cut into tasks of about
+  // kTaskBytes of weights.
+  const int64_t grain =
+      std::max<int64_t>(1, kTaskBytes / std::max<int64_t>(1, bytes / tiles));
+  balanced_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+    int64_t first = 0;  // The matrix's first tile in the global numbering.
+    for (const QLinear& l : ms) {
+      const int64_t nt = (l.n + kTileRows - 1) / kTileRows;
+      const int64_t a = std::max(t0, first), b = std::min(t1, first + nt);
+      if (a < b) {
+        const int64_t j0 = (a - first) * kTileRows;
+        const int64_t j1 = std::min(l.n, (b - first) * kTileRows);
+        const int64_t block = activation_block(l.type);
+        if (block == 0) {
+          fdot_rows(l.type, l.w, l.ws, j0, j1, x, m, k, l.y, l.n);
+        } else {
+          qdot_rows(l.type, l.w, l.ws, j0, j1, xq[block == 32 ? 0 : 1], l.y,
+                    l.n);
+        }
+      }
+      first += nt;
+    }
+  });
+}
 
 std::vector<float> activation_group_terms(const QuantizedRows& x,
                                           int64_t group) {
@@ -175,30 +253,8 @@ void Backend::quant(QuantOp op, QuantType type, const Tensor& w,
     return;
   }
 
-  const int64_t m = x->shape(0), k = x->shape(1);
-  const float* xp = data_ptr<float>(*x);
-  if (is_float_type(type) && m >= kGemmRows) {
-    float_gemm(type, wp, ws, n, xp, m, k, y);
-    return;
-  }
-  if (is_float_type(type)) {
-    balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
-      fdot_rows(type, wp, ws, j0, j1, xp, m, k, y, n);
-    });
-    return;
-  }
-  const QuantizedRows xq = quantize_x(xp, m, k, activation_block(type));
-  if (m >= kGemmRows) {
-    balanced_for((n + kTileRows - 1) / kTileRows, 1,
-                 [&](int64_t t0, int64_t t1) {
-                   qgemm_rows(type, wp, ws, t0 * kTileRows,
-                              std::min(n, t1 * kTileRows), xq, y, n);
-                 });
-    return;
-  }
-  balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
-    qdot_rows(type, wp, ws, j0, j1, xq, y, n);
-  });
+  qmatmul_rows(type, wp, ws, n, data_ptr<float>(*x), x->shape(0), x->shape(1),
+               y);
 }
 
 }  // namespace nascent::cpu

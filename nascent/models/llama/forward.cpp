@@ -2,12 +2,14 @@
 // KV cache, causal attention, the output projection and the SwiGLU FFN; the
 // final norm and the output matrix only for the rows asked for.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
 #include "nascent/core/ops.h"
@@ -24,6 +26,27 @@ constexpr int64_t kMaxBatch = 512;
 Tensor linear(const Tensor& x, const Matrix& m, const Tensor& bias = {}) {
   Tensor y = qmatmul(x, m.w, m.type);
   return bias.defined() ? y + bias : y;
+}
+
+// x @ W^T for several matrices of the same K (h with q, k and v, or with
+// gate and up): one pool job for them all when x is a few rows
+// (generation), where a job and a barrier each are a visible share of a
+// token's time.
+template <size_t kN>
+std::array<Tensor, kN> linears(const Tensor& x,
+                               const std::array<const Matrix*, kN>& ms) {
+  const Tensor xc = x.contiguous();
+  const int64_t m = xc.shape(0), k = xc.shape(1);
+  std::array<Tensor, kN> out;
+  std::array<cpu::QLinear, kN> ls;
+  for (size_t i = 0; i < kN; ++i) {
+    const Tensor& w = ms[i]->w;
+    out[i] = Tensor::empty({m, w.shape(0)}, DType::f32, x.backend());
+    ls[i] = {ms[i]->type, cpu::data_ptr<const uint8_t>(w), w.strides()[0],
+             w.shape(0), cpu::data_ptr<float>(out[i])};
+  }
+  cpu::qmatmul_fused(cpu::data_ptr<const float>(xc), m, k, ls);
+  return out;
 }
 
 }  // namespace
@@ -120,9 +143,12 @@ Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Layer& L = layers_[size_t(l)];
     Tensor h = rms_norm(x, &L.attn_norm, eps);
-    Tensor q = linear(h, L.wq, L.bq);
-    Tensor k = linear(h, L.wk, L.bk);
-    const Tensor v = linear(h, L.wv, L.bv);
+    auto [q, k, v] = linears<3>(h, {&L.wq, &L.wk, &L.wv});
+    if (c.qkv_bias) {
+      q = q + L.bq;
+      k = k + L.bk;
+      v = v + L.bv;
+    }
     apply_rope(c, rope_freqs_, cpu::data_ptr<float>(q), n, c.n_head, pos0);
     apply_rope(c, rope_freqs_, cpu::data_ptr<float>(k), n, c.n_head_kv, pos0);
     assign(k_cache_[size_t(l)].narrow(1, pos0, n),
@@ -131,8 +157,7 @@ Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
            v.view({n, c.n_head_kv, c.head_dim}).transpose(0, 1));
     x = x + linear(attention(q, l, pos0, n), L.wo);
     h = rms_norm(x, &L.ffn_norm, eps);
-    const Tensor gate = linear(h, L.w_gate);
-    const Tensor up = linear(h, L.w_up);
+    const auto [gate, up] = linears<2>(h, {&L.w_gate, &L.w_up});
     x = x + linear(silu(gate) * up, L.w_down);
   }
   if (n_out == 0) return {};
