@@ -23,13 +23,17 @@ mkdir -p "$out"
 # cuBLASLt: the toolkit's, or the one PyTorch's wheels carry.
 lt="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
   -name 'libcublasLt.so.13*' 2>/dev/null | head -1)"
-export LD_LIBRARY_PATH="$bin/lib:${lt:+$(dirname "$lt"):}${LD_LIBRARY_PATH:-}"
+# cuDNN (conv2d, when the build had it): the toolkit's, or PyTorch's wheel's.
+dnn="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
+  -name 'libcudnn.so.9*' 2>/dev/null | head -1)"
+export LD_LIBRARY_PATH="$bin/lib:${lt:+$(dirname "$lt"):}${dnn:+$(dirname "$dnn"):}${LD_LIBRARY_PATH:-}"
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
     --format=csv
   echo "cuBLASLt: ${lt:-not found}"
-  ldd "$bin/nascent_tests" | grep -E "not found|cublas|hwy|fmt"
+  echo "cuDNN: ${dnn:-not found}"
+  ldd "$bin/nascent_tests" | grep -E "not found|cublas|cudnn|hwy|fmt"
 } 2>&1 | tee "$out/env.txt"
 
 # Runs "$@" as $shards gtest shards in parallel (the tests' host side, the
@@ -72,11 +76,16 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
-# The row kernels' block size, three ways (NASCENT_CUDA_ROW_THREADS).
-for t in 64 128 256; do
-  echo "row threads $t:"
-  NASCENT_CUDA_ROW_THREADS=$t timeout 30 "$bin/cuda_bench" --rows-only |
-    grep -E "softmax|rms_norm"
+# The row kernels' block size (NASCENT_CUDA_ROW_THREADS) and variants
+# (NASCENT_CUDA_ROW_VARIANT, rows.cuh), each twice to show the spread.
+for t in 64 128; do
+  for v in 0 1; do
+    for rep in 1 2; do
+      echo "row threads $t, variant $v ($rep):"
+      NASCENT_CUDA_ROW_THREADS=$t NASCENT_CUDA_ROW_VARIANT=$v timeout 30 \
+        "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
+    done
+  done
 done 2>&1 | tee -a "$out/bench.log"
 
 fi

@@ -10,11 +10,11 @@
 // gather (each input pixel sums its own taps), so no atomics and the result
 // does not depend on timing. Chunks keep the buffer under 256 MiB.
 //
-// cuDNN would be faster on large layers; it is left for when the training
-// benchmark shows where the time goes (its library is 1 GB and must match
-// the device's driver).
+// f32 takes cuDNN (conv_dnn.cpp) when the build found it and it has an
+// algorithm for the shape; this path is the fallback and serves f64.
 #include <algorithm>
 
+#include "nascent/backends/cuda/conv_dnn.h"
 #include "nascent/backends/cuda/gemm.h"
 #include "nascent/backends/cuda/strided.cuh"
 
@@ -101,6 +101,17 @@ void conv_typed(Backend& backend, Context& ctx, ConvOp op, const Tensor& a,
                 const Tensor& b, const Tensor* bias, const Geo& g,
                 Tensor& out) {
   const DType dt = out.dtype();
+  const ConvShape s{g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw, g.oh,
+                    g.ow, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups};
+  if (dnn_conv2d(backend, ctx, op, a, b, s, out)) {
+    if (op == ConvOp::conv2d && bias != nullptr) {
+      const int64_t total = g.n * g.o * g.p();
+      add_bias<T><<<grid_for(total, 256), 256, 0, ctx.stream>>>(
+          data_ptr<T>(out), data_ptr<T>(*bias), total, g.o, g.p());
+      check_launch("conv2d");
+    }
+    return;
+  }
   const int64_t K = g.k(), P = g.p(), Og = g.og(), G = g.groups;
   const int64_t nb_max = chunk_images(g, sizeof(T));
   Tensor col = scratch(backend, {g.c * g.kh * g.kw, nb_max, P}, dt);

@@ -37,17 +37,30 @@ NASCENT_D C affine(C v, C shift, C scale, C w, C b) {
   }
 }
 
+// The weight and bias vectors (shared by every row, so they come from L2
+// or L1) are loaded with the row, before the reductions, so that no load
+// waits after the last barrier.
 template <class T, int kItems>
-__global__ void __launch_bounds__(kMaxRowThreads)
+__global__ void __launch_bounds__(row_bound_threads<kItems>,
+                                  row_bound_blocks<kItems>)
     norm_rows_regs(NormArgs<T> a) {
   using C = compute_t<T>;
   constexpr int V = 16 / sizeof(T);
   using VT = Vec<T, V>;
-  __shared__ double smem[32];
+  __shared__ double smem[32], smem2[32];
   const int64_t nvec = a.cols / V;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     VT v[kItems];
     load_row<kItems>(v, a.x, row, a.rows, a.cols, nvec);
+    VT w[kItems], b[kItems];
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+      if (j < nvec) {
+        if (a.w) w[it] = reinterpret_cast<const VT*>(a.w)[j];
+        if (a.b) b[it] = reinterpret_cast<const VT*>(a.b)[j];
+      }
+    }
     VT* yr = reinterpret_cast<VT*>(a.y + row * a.cols);
     // A thread's few values sum in the compute type, the block in double.
     C part = 0;
@@ -62,7 +75,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
         }
       }
     }
-    const double s = block_reduce(double(part), SumOp(), smem);
+    const double s = block_reduce_once(double(part), SumOp(), smem);
     double mean = 0, var;
     if (a.rms) {
       var = s / double(a.cols);
@@ -81,7 +94,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
           }
         }
       }
-      var = block_reduce(double(q), SumOp(), smem) / double(a.cols);
+      var = block_reduce_once(double(q), SumOp(), smem2) / double(a.cols);
     }
     const double rstd = 1.0 / ::sqrt(var + a.eps);
     const C cm = C(mean), cr = C(rstd);
@@ -89,22 +102,21 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     for (int it = 0; it < kItems; ++it) {
       const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
       if (j < nvec) {
-        VT w, b, out;
-        if (a.w) w = reinterpret_cast<const VT*>(a.w)[j];
-        if (a.b) b = reinterpret_cast<const VT*>(a.b)[j];
+        VT out;
 #pragma unroll
         for (int k = 0; k < V; ++k) {
           out.v[k] = convert<T>(affine(convert<C>(v[it].v[k]), cm, cr,
-                                       a.w ? convert<C>(w.v[k]) : C(1),
-                                       a.b ? convert<C>(b.v[k]) : C(0)));
+                                       a.w ? convert<C>(w[it].v[k]) : C(1),
+                                       a.b ? convert<C>(b[it].v[k]) : C(0)));
         }
-        yr[j] = out;
+        store_stream(yr + j, out);
       }
     }
     if (threadIdx.x == 0) {
       if (a.mean && !a.rms) a.mean[row] = cm;
       if (a.rstd) a.rstd[row] = cr;
     }
+    if (row + gridDim.x < a.rows) __syncthreads();  // smem is reused.
   }
 }
 
