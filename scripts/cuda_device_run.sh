@@ -65,6 +65,14 @@ sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
   --gtest_brief=1
 grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
   "$out/tests.log" | sort | uniq -c | sort -rn | head -40
+# The opt-in path: conv2d through cuDNN (NASCENT_CUDA_CONV=cudnn).
+echo "=== conv2d tests with NASCENT_CUDA_CONV=cudnn ==="
+convs='*CudaConformance.*/conv2d*:Ops/CudaAutodiff.*conv*:'
+convs+='CudaBackend.Convolutions*'
+NASCENT_CUDA_CONV=cudnn timeout 200 \
+  "$bin/nascent_tests" --gtest_filter="$convs" --gtest_brief=1 \
+  > "$out/tests_alt.log" 2>&1
+grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/tests_alt.log"
 
 fi
 
@@ -76,16 +84,15 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
-# The row kernels' block size (NASCENT_CUDA_ROW_THREADS) and variants
-# (NASCENT_CUDA_ROW_VARIANT, rows.cuh), each twice to show the spread.
-for t in 64 128; do
-  for v in 0 1; do
-    for rep in 1 2; do
-      echo "row threads $t, variant $v ($rep):"
-      NASCENT_CUDA_ROW_THREADS=$t NASCENT_CUDA_ROW_VARIANT=$v timeout 30 \
-        "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
-    done
-  done
+# The row kernels twice more (the spread between runs); then conv2d
+# through im2col (the default) and cuDNN (NASCENT_CUDA_CONV) on the CNN's
+# layers.
+for rep in 1 2; do
+  timeout 30 "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
+done 2>&1 | tee -a "$out/bench.log"
+for conv in im2col cudnn; do
+  echo "conv2d through $conv:"
+  NASCENT_CUDA_CONV=$conv timeout 60 "$bin/cuda_bench" --conv-only
 done 2>&1 | tee -a "$out/bench.log"
 
 fi
@@ -95,9 +102,15 @@ fi
 # job itself on the GPU when the dataset came along.
 if want train; then
 echo "=== train ==="
-for batch in 64 256; do
-  timeout 120 python3 bench/train_torch.py --device cuda --threads 1 \
-    --rounds 3 --seconds 2 --batch "$batch" --nascent "$bin/train_bench"
+# TRAIN_CONV: conv2d's paths to train with (NASCENT_CUDA_CONV);
+# TRAIN_MODELS: the models.
+for conv in ${TRAIN_CONV:-im2col}; do
+  for batch in 64 256; do
+    echo "conv2d through $conv:"
+    NASCENT_CUDA_CONV=$conv timeout 120 python3 bench/train_torch.py \
+      --device cuda --threads 1 --rounds 3 --seconds 2 --batch "$batch" \
+      --models "${TRAIN_MODELS:-cnn,mlp}" --nascent "$bin/train_bench"
+  done
 done 2>&1 | tee "$out/train.log"
 if [[ -n "${DATA:-}" ]]; then
   (cd "$out" && timeout 180 "$bin/nascent" train --device cuda --epochs 3 \

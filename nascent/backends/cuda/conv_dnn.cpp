@@ -12,6 +12,8 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -183,11 +185,23 @@ void make_plan(cudnnHandle_t h, ConvOp op, const ConvShape& s, bool tf32,
   p.ok = choose(h, op, tf32, p);
 }
 
+// cuDNN is opt-in (NASCENT_CUDA_CONV=cudnn): through its legacy API it
+// lost to im2col + cuBLASLt on the CNN's layers on the H200 (30-80 us of
+// host time a call against 15-30, and slower weight gradients among the
+// deterministic algorithms; bench/NOTES.md).
+bool dnn_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("NASCENT_CUDA_CONV");
+    return v != nullptr && std::strcmp(v, "cudnn") == 0;
+  }();
+  return on;
+}
+
 }  // namespace
 
 bool dnn_conv2d(Backend& backend, Context& ctx, ConvOp op, const Tensor& a,
                 const Tensor& b, const ConvShape& s, Tensor& out) {
-  if (out.dtype() != DType::f32) return false;
+  if (out.dtype() != DType::f32 || !dnn_enabled()) return false;
   DnnState& st = state(ctx);
   if (!st.usable) return false;
   std::lock_guard<std::mutex> lock(st.mutex);

@@ -14,11 +14,6 @@
 
 #include "nascent/backends/cuda/device.cuh"
 
-// Blocks of a small-row kernel that ptxas fits on one SM (tuning).
-#ifndef NASCENT_ROW_BLOCKS
-#define NASCENT_ROW_BLOCKS 12
-#endif
-
 namespace nascent::cuda {
 
 inline constexpr int kMaxRowThreads = 512;
@@ -78,24 +73,6 @@ NASCENT_D A block_reduce_once(A v, Op op, A* smem) {
   return r;
 }
 
-// 16-byte loads and stores that stream: the row is touched once, so it
-// should not push reused data (weights) out of the caches.
-template <class VT>
-NASCENT_D VT load_stream(const VT* p) {
-  static_assert(sizeof(VT) == 16);
-  const uint4 r = __ldcs(reinterpret_cast<const uint4*>(p));
-  VT v;
-  memcpy(&v, &r, 16);
-  return v;
-}
-template <class VT>
-NASCENT_D void store_stream(VT* p, const VT& v) {
-  static_assert(sizeof(VT) == 16);
-  uint4 r;
-  memcpy(&r, &v, 16);
-  __stcs(reinterpret_cast<uint4*>(p), r);
-}
-
 // Loads this thread's vectors of row `row` (nothing past the last row), all
 // issued before any is used, so that a block has its whole row in flight.
 template <int kItems, class T, int V>
@@ -106,21 +83,12 @@ NASCENT_D void load_row(Vec<T, V> (&v)[kItems], const T* x, int64_t row,
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
     const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-    if (j < nvec) v[it] = load_stream(xr + j);
+    if (j < nvec) v[it] = xr[j];
   }
 }
 
-// Launch bounds of the register-resident kernels: rows of up to 4 vectors
-// a thread run in blocks of at most kSmallRowThreads, and ptxas is asked to
-// fit kRowBlocks of them on an SM (more rows in flight); 8 vectors a thread
-// take blocks of up to kMaxRowThreads.
+// Rows of up to 4 vectors a thread run in blocks of at most this many.
 inline constexpr int kSmallRowThreads = 128;
-inline constexpr int kRowBlocks = NASCENT_ROW_BLOCKS;
-template <int kItems>
-inline constexpr int row_bound_threads =
-    kItems < 8 ? kSmallRowThreads : kMaxRowThreads;
-template <int kItems>
-inline constexpr int row_bound_blocks = kItems < 8 ? kRowBlocks : 1;
 
 // Vectors per thread and threads per row for the register-resident kernels;
 // items == 0 when the row does not fit them.
@@ -140,16 +108,6 @@ inline int row_threads_target() {
     return t >= 32 && t <= kSmallRowThreads ? t : kSmallRowThreads;
   }();
   return target;
-}
-
-// Kernel variants for tuning on the device (NASCENT_CUDA_ROW_VARIANT):
-// bit 0 selects softmax's two-reduction kernel over the one-pass one.
-inline int row_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("NASCENT_CUDA_ROW_VARIANT");
-    return e != nullptr ? std::atoi(e) : 0;
-  }();
-  return v;
 }
 
 inline RowLayout row_layout(int64_t cols, int vec, bool aligned) {

@@ -39,109 +39,15 @@ NASCENT_D C exp_row(C v) {
   }
 }
 
-// The running maximum of a row and the sum of exp(x - max) over the values
-// seen: pairs combine in any grouping, so a row needs one reduction.
-template <class C>
-struct MaxSum {
-  C m;
-  double s;
-};
-
-template <class T>
-struct MaxSumOp {
-  template <class C>
-  NASCENT_D MaxSum<C> operator()(MaxSum<C> a, MaxSum<C> b) const {
-    const C m = MaxOp()(a.m, b.m);
-    // A side that saw only -inf (or nothing) adds nothing; +inf - +inf
-    // gives NaN, which makes the row NaN as in the two-pass form.
-    const double sa = a.m == -INFINITY ? 0.0 : a.s * exp_row<T>(a.m - m);
-    const double sb = b.m == -INFINITY ? 0.0 : b.s * exp_row<T>(b.m - m);
-    return {m, sa + sb};
-  }
-};
-
-template <class C>
-NASCENT_D MaxSum<C> shfl_xor(MaxSum<C> v, int o) {
-  return {__shfl_xor_sync(0xffffffffu, v.m, o),
-          __shfl_xor_sync(0xffffffffu, v.s, o)};
-}
-
-// The register-resident row kernel, one pass: each thread holds kItems
-// vectors of the row in its storage type, takes its own (max, sum) pair,
-// and one block reduction combines the pairs; a block per row (many small
-// blocks keep the most rows in flight: a persistent grid that prefetched
-// the next row ran 30% slower on the H200, see bench/NOTES.md).
+// The register-resident row kernel: each thread holds kItems vectors of
+// the row in its storage type; a block per row (many small blocks keep the
+// most rows in flight: a persistent grid that prefetched the next row ran
+// 30% slower on the H200, see bench/NOTES.md). Two block reductions (the
+// maximum, then the sum of exponentials): a one-pass form that reduced
+// (max, sum) pairs once ran 9% slower there.
 template <class T, int kItems>
-__global__ void __launch_bounds__(row_bound_threads<kItems>,
-                                  row_bound_blocks<kItems>)
+__global__ void __launch_bounds__(kMaxRowThreads)
     softmax_rows_regs(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
-  using C = compute_t<T>;
-  constexpr int V = 16 / sizeof(T);
-  using VT = Vec<T, V>;
-  __shared__ MaxSum<C> smem[32];
-  const int64_t nvec = cols / V;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    VT v[kItems];
-    load_row<kItems>(v, x, row, rows, cols, nvec);
-    VT* yr = reinterpret_cast<VT*>(y + row * cols);
-    C m = -INFINITY;
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-      if (j < nvec) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) m = MaxOp()(m, convert<C>(v[it].v[k]));
-      }
-    }
-    C part = 0;
-    if (m != -INFINITY) {
-#pragma unroll
-      for (int it = 0; it < kItems; ++it) {
-        const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-        if (j < nvec) {
-#pragma unroll
-          for (int k = 0; k < V; ++k) {
-            part += exp_row<T>(convert<C>(v[it].v[k]) - m);
-          }
-        }
-      }
-    }
-    MaxSum<C> ms{m, double(part)};
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) ms = MaxSumOp<T>()(ms, shfl_xor(ms, o));
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) smem[warp] = ms;
-    __syncthreads();
-    ms = smem[0];
-    for (int w = 1; w < int(blockDim.x / 32); ++w) {
-      ms = MaxSumOp<T>()(ms, smem[w]);
-    }
-    m = ms.m;
-    const C scale = log ? log_c<C>(ms.s) : C(1.0 / ms.s);
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
-      if (j < nvec) {
-        VT out;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          const C t = convert<C>(v[it].v[k]) - m;
-          const C r = log ? t - scale : exp_row<T>(t) * scale;
-          out.v[k] = convert<T>(m != m ? m : r);  // A NaN row stays NaN.
-        }
-        store_stream(yr + j, out);
-      }
-    }
-    if (row + gridDim.x < rows) __syncthreads();  // smem is reused.
-  }
-}
-
-// The same with two reductions (max, then the sum), for comparison
-// (NASCENT_CUDA_ROW_VARIANT=1).
-template <class T, int kItems>
-__global__ void __launch_bounds__(row_bound_threads<kItems>,
-                                  row_bound_blocks<kItems>)
-    softmax_rows_two(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
   using C = compute_t<T>;
   constexpr int V = 16 / sizeof(T);
   using VT = Vec<T, V>;
@@ -188,7 +94,7 @@ __global__ void __launch_bounds__(row_bound_threads<kItems>,
           const C r = log ? t - scale : exp_row<T>(t) * scale;
           out.v[k] = convert<T>(m != m ? m : r);  // A NaN row stays NaN.
         }
-        store_stream(yr + j, out);
+        yr[j] = out;
       }
     }
     if (row + gridDim.x < rows) __syncthreads();  // smem is reused.
@@ -279,23 +185,21 @@ void softmax_typed(Context& ctx, const Tensor& x, int axis, bool log,
   const unsigned grid = unsigned(std::min<int64_t>(rows, 1 << 20));
   const RowLayout l =
       row_layout(len, 16 / int(sizeof(T)), aligned16(px) && aligned16(py));
-  const bool two = (row_variant() & 1) != 0;
-  auto regs = [&](auto one_pass, auto two_pass) {
-    (two ? two_pass : one_pass)<<<grid, l.threads, 0, ctx.stream>>>(
-        px, py, rows, len, log);
+  auto regs = [&](auto kernel) {
+    kernel<<<grid, l.threads, 0, ctx.stream>>>(px, py, rows, len, log);
   };
   switch (l.items) {
     case 1:
-      regs(softmax_rows_regs<T, 1>, softmax_rows_two<T, 1>);
+      regs(softmax_rows_regs<T, 1>);
       break;
     case 2:
-      regs(softmax_rows_regs<T, 2>, softmax_rows_two<T, 2>);
+      regs(softmax_rows_regs<T, 2>);
       break;
     case 4:
-      regs(softmax_rows_regs<T, 4>, softmax_rows_two<T, 4>);
+      regs(softmax_rows_regs<T, 4>);
       break;
     case 8:
-      regs(softmax_rows_regs<T, 8>, softmax_rows_two<T, 8>);
+      regs(softmax_rows_regs<T, 8>);
       break;
     default: {
       const int threads = len >= 256 ? 256 : int((len + 31) / 32 * 32);
