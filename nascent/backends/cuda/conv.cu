@@ -3,15 +3,16 @@
 // groups.
 //
 // The column buffer holds a chunk of images as [C * KH * KW][images][OH * OW],
-// so each group's rows are one block and each image's columns one strided
-// matrix: the forward and the input gradient are one strided-batched GEMM
-// per group and chunk, and the weight gradient one GEMM per group and chunk
-// over all the chunk's pixels (accumulating into the result). col2im is a
-// gather (each input pixel sums its own taps), so no atomics and the result
-// does not depend on timing. Chunks keep the buffer under 256 MiB.
+// so each group's rows are one block: the forward and the input gradient are
+// one GEMM per group and chunk over all the chunk's pixels (through
+// [O][images][P] copies of the output or grad_out), and the weight gradient
+// one batched GEMM over slices of those pixels, summed. col2im is a gather
+// (each input pixel sums its own taps), so no atomics and the result does
+// not depend on timing. Chunks keep the buffer under 256 MiB.
 //
-// f32 takes cuDNN (conv_dnn.cpp) when the build found it and it has an
-// algorithm for the shape; this path is the fallback and serves f64.
+// f32 takes cuDNN (conv_dnn.cpp) instead when the build found it, the user
+// asked for it (NASCENT_CUDA_CONV=cudnn) and it has an algorithm for the
+// shape.
 #include <algorithm>
 
 #include "nascent/backends/cuda/conv_dnn.h"
@@ -150,8 +151,9 @@ void conv_typed(Backend& backend, Context& ctx, ConvOp op, const Tensor& a,
       const T* px = data_ptr<T>(a);
       const T* pw = data_ptr<T>(b);
       T* py = data_ptr<T>(out);
-      // One GEMM per group over all the chunk's pixels (a batch of small
-      // per-image products ran 3x slower on the H200), into [O][images][P].
+      // One GEMM per group over all the chunk's pixels, into
+      // [O][images][P] (timed the same as a batch of per-image products on
+      // the H200: the GEMMs are not what costs here, bench/NOTES.md).
       Tensor t = scratch(backend, {g.o, nb_max, P}, dt);
       T* pt = data_ptr<T>(t);
       const T* pb = bias != nullptr ? data_ptr<T>(*bias) : nullptr;
