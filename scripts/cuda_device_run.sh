@@ -11,7 +11,7 @@
 # BIN_DIR holds nascent_tests, cuda_bench, train_bench and nascent (and, in
 # lib/, shared libraries they need that the machine lacks); DATA, when set,
 # is a folder with Fashion-MNIST's IDX files for a `nascent train` on the
-# GPU. STAGES picks stages (default "tests bench train sanitize"; a device
+# GPU. STAGES picks stages (default "tests bench conv train sanitize"; a device
 # call lasts at most 10 minutes, so two calls may split them). Each stage has
 # its own time limit, so a hang in one still leaves the others' logs.
 set -uo pipefail
@@ -55,7 +55,7 @@ sharded() {
   rm -f "$out/$name".*.log
 }
 
-stages=" ${STAGES:-tests bench train sanitize} "
+stages=" ${STAGES:-tests bench conv train sanitize} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 export NASCENT_NUM_THREADS=2
@@ -65,14 +65,18 @@ sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
   --gtest_brief=1
 grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
   "$out/tests.log" | sort | uniq -c | sort -rn | head -40
-# The opt-in path: conv2d through cuDNN (NASCENT_CUDA_CONV=cudnn).
-echo "=== conv2d tests with NASCENT_CUDA_CONV=cudnn ==="
+# The other conv2d paths: cuDNN (NASCENT_CUDA_CONV=cudnn, opt-in) and
+# im2col with 64-bit indices (im2col64, which only huge tensors take
+# otherwise); CONV_ALT picks them.
 convs='*CudaConformance.*/conv2d*:Ops/CudaAutodiff.*conv*:'
 convs+='CudaBackend.Convolutions*'
-NASCENT_CUDA_CONV=cudnn timeout 200 \
-  "$bin/nascent_tests" --gtest_filter="$convs" --gtest_brief=1 \
-  > "$out/tests_alt.log" 2>&1
-grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/tests_alt.log"
+for conv in ${CONV_ALT:-cudnn im2col64}; do
+  echo "=== conv2d tests with NASCENT_CUDA_CONV=$conv ==="
+  NASCENT_CUDA_CONV=$conv timeout 200 \
+    "$bin/nascent_tests" --gtest_filter="$convs" --gtest_brief=1 \
+    > "$out/tests_$conv.log" 2>&1
+  grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/tests_$conv.log"
+done
 
 fi
 
@@ -84,16 +88,21 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
-# The row kernels twice more (the spread between runs); then conv2d
-# through im2col (the default) and cuDNN (NASCENT_CUDA_CONV) on the CNN's
-# layers.
+# The row kernels twice more (the spread between runs).
 for rep in 1 2; do
   timeout 30 "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
 done 2>&1 | tee -a "$out/bench.log"
+
+fi
+
+# conv2d on the CNN's layers through im2col (the default) and cuDNN
+# (NASCENT_CUDA_CONV).
+if want conv; then
+echo "=== conv ==="
 for conv in im2col cudnn; do
   echo "conv2d through $conv:"
   NASCENT_CUDA_CONV=$conv timeout 60 "$bin/cuda_bench" --conv-only
-done 2>&1 | tee -a "$out/bench.log"
+done 2>&1 | tee "$out/conv.log"
 
 fi
 
