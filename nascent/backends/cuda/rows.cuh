@@ -48,7 +48,33 @@ struct MaxOp {
   }
 };
 
-// Loads this thread's vectors of row `row` (nothing past the last row).
+// Warp-level part of a reduction: every lane gets the warp's result.
+template <class A, class Op>
+NASCENT_D A warp_reduce(A v, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// block_reduce with one barrier instead of two, for the register-resident
+// kernels: `smem` must not be read by any thread since the last barrier
+// (each reduction of a row has its own array, and the kernels put a barrier
+// between rows). Every thread combines the warps' values in the same order,
+// so all get the same bits.
+template <class A, class Op>
+NASCENT_D A block_reduce_once(A v, Op op, A* smem) {
+  v = warp_reduce(v, op);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = blockDim.x / 32;
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  A r = smem[0];
+  for (int w = 1; w < warps; ++w) r = op(r, smem[w]);
+  return r;
+}
+
+// Loads this thread's vectors of row `row` (nothing past the last row), all
+// issued before any is used, so that a block has its whole row in flight.
 template <int kItems, class T, int V>
 NASCENT_D void load_row(Vec<T, V> (&v)[kItems], const T* x, int64_t row,
                         int64_t rows, int64_t cols, int64_t nvec) {
@@ -61,6 +87,9 @@ NASCENT_D void load_row(Vec<T, V> (&v)[kItems], const T* x, int64_t row,
   }
 }
 
+// Rows of up to 4 vectors a thread run in blocks of at most this many.
+inline constexpr int kSmallRowThreads = 128;
+
 // Vectors per thread and threads per row for the register-resident kernels;
 // items == 0 when the row does not fit them.
 struct RowLayout {
@@ -68,15 +97,15 @@ struct RowLayout {
   int threads = 0;
 };
 
-// Blocks of at most 128 threads (NASCENT_CUDA_ROW_THREADS overrides, for
-// tuning), so that a register-resident row costs few registers per thread
-// and many rows are in flight on each SM; wider blocks only for rows that
-// need more than 8 vectors a thread.
+// Blocks of at most 128 threads (NASCENT_CUDA_ROW_THREADS, 32 to 128,
+// overrides, for tuning), so that a register-resident row costs few
+// registers per thread and many rows are in flight on each SM; wider blocks
+// only for rows that need 8 vectors a thread.
 inline int row_threads_target() {
   static const int target = [] {
     const char* v = std::getenv("NASCENT_CUDA_ROW_THREADS");
     const int t = v != nullptr ? std::atoi(v) : 0;
-    return t >= 32 && t <= kMaxRowThreads ? t : 128;
+    return t >= 32 && t <= kSmallRowThreads ? t : kSmallRowThreads;
   }();
   return target;
 }

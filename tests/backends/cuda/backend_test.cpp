@@ -2,8 +2,10 @@
 // random numbers as the CPU for a seed, TF32 only on request, launches
 // split for more than 2^31 elements or more than 8 unmergeable axes, and
 // lazy results. Each test skips, saying why, without a GPU.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +55,45 @@ TEST(CudaBackend, SameSeedSameNumbersAsTheCpu) {
     // of the values differ by an ulp (seen on the H200).
     EXPECT_LT(differ, 205) << "more than 5% of normals differ from the CPU's";
   }
+}
+
+// conv2d's im2col path on more pixels than the conformance cases: the
+// forward and the input gradient as one GEMM per group over the chunk's
+// pixels, the weight gradient split into slices of one batched GEMM plus
+// a tail (16 * 400 = 6400 pixels = 6 slices of 1066 and 4 more).
+TEST(CudaBackend, ConvolutionsOverManyPixelsMatchTheCpu) {
+  NASCENT_NEED_GPU();
+  Backend gpu(0);
+  cpu::Backend cpu;
+  Conv2dParams p;
+  p.padding[0] = p.padding[1] = 1;
+  p.groups = 2;
+  const Tensor x = randn({16, 8, 20, 20}, cpu, 1);
+  const Tensor w = randn({12, 4, 3, 3}, cpu, 2);
+  const Tensor b = randn({12}, cpu, 3);
+  const Tensor g = randn({16, 12, 20, 20}, cpu, 4);
+  const Tensor xg = x.to(gpu), wg = w.to(gpu), bg = b.to(gpu), gg = g.to(gpu);
+  auto expect_close = [](const Tensor& got, const Tensor& want,
+                         const char* what) {
+    const std::vector<double> a = got.to_vector<double>();
+    const std::vector<double> e = want.to_vector<double>();
+    ASSERT_EQ(a.size(), e.size()) << what;
+    double scale = 0;
+    for (double v : e) scale = std::max(scale, std::fabs(v));
+    int bad = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!(std::fabs(a[i] - e[i]) <= 1e-5 * scale) && ++bad <= 3) {
+        ADD_FAILURE() << what << ": element " << i << " is " << a[i]
+                      << " on cuda, " << e[i] << " on cpu";
+      }
+    }
+    EXPECT_EQ(bad, 0) << what;
+  };
+  expect_close(conv2d(xg, wg, &bg, p), conv2d(x, w, &b, p), "forward");
+  expect_close(conv2d_backward_input(gg, wg, x.shape(), p),
+               conv2d_backward_input(g, w, x.shape(), p), "input gradient");
+  expect_close(conv2d_backward_weight(xg, gg, w.shape(), p),
+               conv2d_backward_weight(x, g, w.shape(), p), "weight gradient");
 }
 
 TEST(CudaBackend, Tf32OnlyWhenAllowed) {
