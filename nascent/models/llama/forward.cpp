@@ -22,6 +22,10 @@ namespace {
 // Tokens per batch: bounds the attention scores (heads * batch * context
 // floats) of a long prompt.
 constexpr int64_t kMaxBatch = 512;
+// Tokens per block of the FFN: bounds its intermediates while keeping
+// enough x rows for the mat-mat kernels (each weight row is decoded once per
+// block, so a 512-token batch decodes the FFN weights 4 times).
+constexpr int64_t kFfnRows = 128;
 
 Tensor linear(const Tensor& x, const Matrix& m, const Tensor& bias = {}) {
   Tensor y = qmatmul(x, m.w, m.type);
@@ -36,6 +40,17 @@ void swiglu_in_place(Tensor& gate, const Tensor& up) {
   cpu::parallel_for(gate.numel(), 4096, [=](int64_t i0, int64_t i1) {
     cpu::simd::unary(UnaryOp::silu, DType::f32, g + i0, g + i0, i1 - i0, {});
     cpu::simd::binary(BinaryOp::mul, DType::f32, g + i0, 1, u + i0, 1, g + i0,
+                      i1 - i0);
+  });
+}
+
+// x += y for a contiguous row block x (of the residual stream, which no
+// other tensor shares) and y of its shape.
+void add_in_place(Tensor& x, const Tensor& y) {
+  float* a = cpu::data_ptr<float>(x);
+  const float* b = cpu::data_ptr<const float>(y);
+  cpu::parallel_for(x.numel(), 4096, [=](int64_t i0, int64_t i1) {
+    cpu::simd::binary(BinaryOp::add, DType::f32, a + i0, 1, b + i0, 1, a + i0,
                       i1 - i0);
   });
 }
@@ -107,11 +122,19 @@ Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
            k.view({n, c.n_head_kv, c.head_dim}).transpose(0, 1));
     assign(v_cache_[size_t(l)].narrow(1, pos0, n),
            v.view({n, c.n_head_kv, c.head_dim}).transpose(0, 1));
-    x = x + linear(attention(q, l, pos0, n), L.wo);
+    add_in_place(x, linear(attention(q, l, pos0, n), L.wo));
     h = rms_norm(x, &L.ffn_norm, eps);
-    Tensor gate = linear(h, L.w_gate);
-    swiglu_in_place(gate, linear(h, L.w_up));
-    x = x + linear(gate, L.w_down);
+    // The FFN by blocks of rows: its [rows, n_ff] intermediates (and the
+    // quantized copy of the down projection's input) are the largest
+    // activations of a prompt.
+    for (int64_t r0 = 0; r0 < n; r0 += kFfnRows) {
+      const int64_t rows = std::min(kFfnRows, n - r0);
+      const Tensor hr = h.narrow(0, r0, rows);
+      Tensor gate = linear(hr, L.w_gate);
+      swiglu_in_place(gate, linear(hr, L.w_up));
+      Tensor xr = x.narrow(0, r0, rows);
+      add_in_place(xr, linear(gate, L.w_down));
+    }
   }
   if (n_out == 0) return {};
   const Tensor last = x.narrow(0, n - n_out, n_out);
