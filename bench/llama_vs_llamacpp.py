@@ -5,6 +5,15 @@ llama-2 vocabulary) as F16, Q8_0 and Q4_K_M: prompt processing (pp512) and
 generation (tg128) tokens/s with the same threads, time to first token of a
 1-token prompt (load included) and peak RSS, each engine in its own process.
 
+Both engines are measured the same way: the file is read once before each
+engine's process starts (a warm page cache, as for any model run twice; a
+cold read of the file alone takes seconds on this machine's disk and would
+measure the disk), TTFT is timed inside the process from the start of the
+load to the logits of the 1-token prompt, and peak RSS is the process's
+ru_maxrss as the kernel reports it to this script when the process ends
+(os.wait4): the mapped file pages the process touched, its heap, its
+threads' stacks, and for llama.cpp the Python interpreter that hosts it.
+
   build/venv/bin/python3 bench/llama_vs_llamacpp.py build/rel/nascent \\
       [--data ../shared/data] [--threads 2] [--reps 3] [--work build/bench]
 
@@ -17,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 SHAPE = ["--dim", "2048", "--layers", "22", "--heads", "32", "--kv-heads",
@@ -28,7 +38,7 @@ TARGETS = {("F16", "tg"): 1.1, ("Q8_0", "tg"): 1.25, ("Q4_K_M", "tg"): 1.25,
 
 # Runs in a child process: llama.cpp's numbers for one file, as JSON.
 LLAMA_CPP_CHILD = r"""
-import json, random, resource, sys, time
+import json, random, sys, time
 import llama_cpp
 path, threads, n_p, n_g, reps = sys.argv[1], int(sys.argv[2]), \
     int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -58,7 +68,6 @@ for name, n, fn in (("pp", n_p, pp), ("tg", n_g, tg)):
         s = time.perf_counter(); fn(t)
         rates.append(n / (time.perf_counter() - s))
     out[name] = rates
-out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(out))
 """
 
@@ -79,12 +88,39 @@ def run(args, **kw):
     return r.stdout
 
 
+def run_with_rss(args, env=None):
+    """stdout and peak RSS (bytes) of a process that must succeed."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    chunks = {"out": [], "err": []}
+    readers = [threading.Thread(target=lambda f=f, k=k: chunks[k].append(
+        f.read())) for f, k in ((p.stdout, "out"), (p.stderr, "err"))]
+    for t in readers:
+        t.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join()
+    out, err = "".join(chunks["out"]), "".join(chunks["err"])
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{out}\n{err}")
+    return out, usage.ru_maxrss * 1024  # Linux reports KiB.
+
+
+def warm_page_cache(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
 def nascent_numbers(binary, path, a):
-    out = run([binary, "bench", "-m", path, "-p", str(a.prompt), "-n",
-               str(a.gen), "-t", str(a.threads), "-r", str(a.reps), "--json"])
+    warm_page_cache(path)
+    out, rss = run_with_rss([binary, "bench", "-m", path, "-p", str(a.prompt),
+                             "-n", str(a.gen), "-t", str(a.threads), "-r",
+                             str(a.reps), "--json"])
     rows = json.loads(out)
     res = {"load_ms": rows[0]["load_ms"], "ttft_ms": rows[0]["ttft_ms"],
-           "peak_rss_bytes": rows[0]["peak_rss_bytes"]}
+           "peak_rss_bytes": rss}
     for r in rows:
         res["pp" if r["n_prompt"] else "tg"] = r["samples_ts"]
     return res
@@ -94,9 +130,13 @@ def llama_cpp_numbers(path, a):
     env = dict(os.environ)
     if a.omp_passive:
         env["OMP_WAIT_POLICY"] = "passive"
-    out = run([sys.executable, "-c", LLAMA_CPP_CHILD, path, str(a.threads),
-               str(a.prompt), str(a.gen), str(a.reps)], env=env)
-    return json.loads(out.strip().splitlines()[-1])
+    warm_page_cache(path)
+    out, rss = run_with_rss([sys.executable, "-c", LLAMA_CPP_CHILD, path,
+                             str(a.threads), str(a.prompt), str(a.gen),
+                             str(a.reps)], env=env)
+    res = json.loads(out.strip().splitlines()[-1])
+    res["peak_rss_bytes"] = rss
+    return res
 
 
 def main():
@@ -192,8 +232,9 @@ def main():
               "processes took CPU time; llama.cpp's OpenMP threads spin at "
               "its barriers and lose far more than nascent's under such "
               "load, so these ratios flatter nascent (--omp-passive is fairer then)")
-    print("\nbound: file + f32 KV cache for the context + 10%; TTFT: load "
-          "plus a 1-token prompt (target < 1000 ms)")
+    print("\nRSS: peak of the whole process (load, pp, tg), ru_maxrss; bound: "
+          "file + f32 KV cache for the context + 10%; TTFT: load plus a "
+          "1-token prompt, page cache warm (target < 1000 ms)")
     if not a.keep:
         for path in set(files.values()) | {f16}:
             os.remove(path)

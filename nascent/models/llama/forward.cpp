@@ -1,6 +1,7 @@
 // The forward pass: embedding rows, then per layer RMSNorm, q/k/v, RoPE, the
-// KV cache, causal attention, the output projection and the SwiGLU FFN; the
-// final norm and the output matrix only for the rows asked for.
+// KV cache, causal attention (attention.cpp), the output projection and the
+// SwiGLU FFN; the final norm and the output matrix only for the rows asked
+// for.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/quant_fused.h"
+#include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
 #include "nascent/core/ops.h"
@@ -22,6 +24,10 @@ namespace {
 // Tokens per batch: bounds the attention scores (heads * batch * context
 // floats) of a long prompt.
 constexpr int64_t kMaxBatch = 512;
+// Tokens per block of the FFN: bounds its intermediates while keeping
+// enough x rows for the mat-mat kernels (each weight row is decoded once per
+// block, so a 512-token batch decodes the FFN weights 4 times).
+constexpr int64_t kFfnRows = 128;
 
 Tensor linear(const Tensor& x, const Matrix& m, const Tensor& bias = {}) {
   Tensor y = qmatmul(x, m.w, m.type);
@@ -47,6 +53,29 @@ std::array<Tensor, kN> linears(const Tensor& x,
   }
   cpu::qmatmul_fused(cpu::data_ptr<const float>(xc), m, k, ls);
   return out;
+}
+
+// gate = silu(gate) * up, in place: a 512-token batch of TinyLlama would
+// otherwise hold four [512, 5632] f32 tensors (44 MiB) at once.
+void swiglu_in_place(Tensor& gate, const Tensor& up) {
+  float* g = cpu::data_ptr<float>(gate);
+  const float* u = cpu::data_ptr<const float>(up);
+  cpu::parallel_for(gate.numel(), 4096, [=](int64_t i0, int64_t i1) {
+    cpu::simd::unary(UnaryOp::silu, DType::f32, g + i0, g + i0, i1 - i0, {});
+    cpu::simd::binary(BinaryOp::mul, DType::f32, g + i0, 1, u + i0, 1, g + i0,
+                      i1 - i0);
+  });
+}
+
+// x += y for a contiguous row block x (of the residual stream, which no
+// other tensor shares) and y of its shape.
+void add_in_place(Tensor& x, const Tensor& y) {
+  float* a = cpu::data_ptr<float>(x);
+  const float* b = cpu::data_ptr<const float>(y);
+  cpu::parallel_for(x.numel(), 4096, [=](int64_t i0, int64_t i1) {
+    cpu::simd::binary(BinaryOp::add, DType::f32, a + i0, 1, b + i0, 1, a + i0,
+                      i1 - i0);
+  });
 }
 
 }  // namespace
@@ -85,19 +114,6 @@ void apply_rope(const Config& c, const std::vector<float>& freq_factors,
   });
 }
 
-void scale_and_mask(float* scores, int64_t rows, int64_t len, int64_t n,
-                    int64_t pos0, float scale) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  cpu::parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* s = scores + r * len;
-      const int64_t visible = pos0 + r % n + 1;
-      for (int64_t j = 0; j < visible; ++j) s[j] *= scale;
-      for (int64_t j = visible; j < len; ++j) s[j] = ninf;
-    }
-  });
-}
-
 Tensor CpuModel::embed(std::span<const int32_t> tokens) const {
   const int64_t n = int64_t(tokens.size()), d = config_.n_embd;
   Tensor x = Tensor::empty({n, d}, DType::f32, *backend_);
@@ -109,29 +125,6 @@ Tensor CpuModel::embed(std::span<const int32_t> tokens) const {
                    out + t * d, d);
   }
   return x;
-}
-
-// q f32 [n, n_head * head_dim], RoPE applied; keys and values of positions
-// [0, pos0 + n) are in the cache. Query head h uses key head h / group, as
-// ggml's broadcasting matmul does.
-Tensor CpuModel::attention(const Tensor& q, int64_t layer, int64_t pos0,
-                           int64_t n) const {
-  const Config& c = config_;
-  const int64_t group = c.n_head / c.n_head_kv, len = pos0 + n;
-  const Tensor qh = q.view({n, c.n_head_kv, group, c.head_dim})
-                        .permute({1, 2, 0, 3})
-                        .contiguous()
-                        .view({c.n_head_kv, group * n, c.head_dim});
-  const Tensor k = k_cache_[size_t(layer)].narrow(1, 0, len);
-  const Tensor v = v_cache_[size_t(layer)].narrow(1, 0, len);
-  Tensor scores = matmul(qh, k.transpose(1, 2));  // [kv, group * n, len]
-  scale_and_mask(cpu::data_ptr<float>(scores), c.n_head_kv * group * n, len, n,
-                 pos0, 1.0f / std::sqrt(float(c.head_dim)));
-  const Tensor o = matmul(softmax(scores, -1), v);  // [kv, group * n, hd]
-  return o.view({c.n_head_kv, group, n, c.head_dim})
-      .permute({2, 0, 1, 3})
-      .contiguous()
-      .view({n, c.n_head * c.head_dim});
 }
 
 Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
@@ -155,10 +148,19 @@ Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
            k.view({n, c.n_head_kv, c.head_dim}).transpose(0, 1));
     assign(v_cache_[size_t(l)].narrow(1, pos0, n),
            v.view({n, c.n_head_kv, c.head_dim}).transpose(0, 1));
-    x = x + linear(attention(q, l, pos0, n), L.wo);
+    add_in_place(x, linear(attention(q, l, pos0, n), L.wo));
     h = rms_norm(x, &L.ffn_norm, eps);
-    const auto [gate, up] = linears<2>(h, {&L.w_gate, &L.w_up});
-    x = x + linear(silu(gate) * up, L.w_down);
+    // The FFN by blocks of rows: its [rows, n_ff] intermediates (and the
+    // quantized copy of the down projection's input) are the largest
+    // activations of a prompt.
+    for (int64_t r0 = 0; r0 < n; r0 += kFfnRows) {
+      const int64_t rows = std::min(kFfnRows, n - r0);
+      const Tensor hr = h.narrow(0, r0, rows);
+      auto [gate, up] = linears<2>(hr, {&L.w_gate, &L.w_up});
+      swiglu_in_place(gate, up);
+      Tensor xr = x.narrow(0, r0, rows);
+      add_in_place(xr, linear(gate, L.w_down));
+    }
   }
   if (n_out == 0) return {};
   const Tensor last = x.narrow(0, n - n_out, n_out);

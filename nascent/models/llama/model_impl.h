@@ -49,9 +49,4 @@ class CpuModel final : public Model {
 // pos0 .. pos0 + n - 1, computed in float the way ggml does (rope.cpp).
 void apply_rope(const Config& c, const std::vector<float>& freq_factors,
                 float* x, int64_t n, int64_t heads, int64_t pos0);
-// Scales scores [rows, len] (row r is query r % n at position pos0 + r % n)
-// by `scale` and sets those of keys after the query to -inf.
-void scale_and_mask(float* scores, int64_t rows, int64_t len, int64_t n,
-                    int64_t pos0, float scale);
-
 }  // namespace nascent::llama::detail

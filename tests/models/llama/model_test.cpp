@@ -188,6 +188,38 @@ TEST(LlamaModel, LongPromptSpansBatches) {
   EXPECT_LT(rel_error(rows_of(last), {want.back()}), 5e-5);
 }
 
+TEST(LlamaModel, PromptWorkingSetIsBounded) {
+  // A prompt's activations stay a few [n, width] tensors: attention keeps
+  // one block of scores per thread, not the [heads, n, n] scores and
+  // probabilities (2 x 4.5 MiB here), and the FFN's intermediates are
+  // reused in place. Peak tensor bytes of a fresh backend: the KV cache, the
+  // norm weights and the activations.
+  ModelSpec s;
+  s.n_embd = 64;
+  s.n_head = 8;
+  s.n_head_kv = 2;
+  s.n_ff = 96;
+  s.n_layer = 1;
+  s.n_ctx_train = 512;
+  s.seed = 9;
+  testing::TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  write_model(s, path);
+  const int64_t n = 384;
+  const std::vector<int32_t> tokens = random_tokens(size_t(n), s.n_vocab, 5);
+  cpu::Backend fresh;
+  auto model = llama::load(path, fresh);
+  const Tensor last = model->forward(tokens, 0);
+  const int64_t kv_bytes =
+      2 * s.n_layer * s.n_head_kv * model->n_ctx() * (s.n_embd / s.n_head) * 4;
+  const int64_t width = std::max(s.n_embd, s.n_ff);
+  const int64_t peak = int64_t(fresh.memory_stats().peak_bytes);
+  EXPECT_LT(peak - kv_bytes, 16 * n * width * 4);
+  EXPECT_LT(16 * n * width * 4, s.n_head * n * n * 4);  // The test can fail.
+  EXPECT_LT(rel_error(rows_of(last), {reference_logits(path, tokens).back()}),
+            5e-5);
+}
+
 TEST(LlamaModel, RewindingTheCacheRecomputes) {
   ModelSpec s;
   testing::TempDir dir;
