@@ -242,6 +242,11 @@ HWY_INLINE void PrefetchL2(const void* p) {
   __builtin_prefetch(p, 1, 2);
 }
 
+// For reading soon, into L2 (and L1).
+HWY_INLINE void PrefetchRead(const void* p) {
+  __builtin_prefetch(p, 0, 3);
+}
+
 template <class D, class V = hn::Vec<D>, class T = hn::TFromD<D>>
 HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
                          bool accumulate) {
@@ -447,13 +452,25 @@ void GemmDot(const GemmArgs& g, const float* a, const float* b, float* c) {
   const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
   const size_t ldc = size_t(g.ldc);
   HWY_ALIGN float s[kDotRows * kDotCols];
+  // While one block of W's rows is in use, the next is fetched a slice per
+  // tile: each row is a new stream that the hardware prefetcher would only
+  // pick up after several misses, and the rows come from memory.
+  const size_t line = 64 / sizeof(float);
+  const size_t row_lines = (k + line - 1) / line;
+  const size_t tiles = (m + kDotRows - 1) / kDotRows;
+  const size_t slice = (kDotCols * row_lines + tiles - 1) / tiles;
   for (size_t j0 = 0; j0 < n; j0 += kDotCols) {
     const size_t nb = std::min(kDotCols, n - j0);
     const float* w[kDotCols];
     for (size_t q = 0; q < kDotCols; ++q) {
       w[q] = b + int64_t(j0 + std::min(q, nb - 1)) * g.csb;
     }
-    for (size_t i0 = 0; i0 < m; i0 += kDotRows) {
+    for (size_t i0 = 0, t = 0; i0 < m; i0 += kDotRows, ++t) {
+      for (size_t l = t * slice; l < (t + 1) * slice; ++l) {
+        const size_t q = l / row_lines, j = j0 + kDotCols + q;
+        if (q >= kDotCols || j >= n) break;
+        PrefetchRead(b + int64_t(j) * g.csb + int64_t((l % row_lines) * line));
+      }
       const size_t mb = std::min(kDotRows, m - i0);
       const float* x[kDotRows];
       for (size_t r = 0; r < kDotRows; ++r) {
