@@ -465,11 +465,21 @@ void GemmDot(const GemmArgs& g, const float* a, const float* b, float* c) {
     for (size_t q = 0; q < kDotCols; ++q) {
       w[q] = b + int64_t(j0 + std::min(q, nb - 1)) * g.csb;
     }
-    for (size_t i0 = 0, t = 0; i0 < m; i0 += kDotRows, ++t) {
-      for (size_t l = t * slice; l < (t + 1) * slice; ++l) {
-        const size_t q = l / row_lines, j = j0 + kDotCols + q;
-        if (q >= kDotCols || j >= n) break;
-        PrefetchRead(b + int64_t(j) * g.csb + int64_t((l % row_lines) * line));
+    // Cursor into the next block: its row q and the line within the row
+    // (a counter, not a division per line, which cost more than the loads).
+    size_t pq = 0, pl = 0;
+    for (size_t i0 = 0; i0 < m; i0 += kDotRows) {
+      for (size_t f = 0; f < slice && pq < kDotCols; ++f) {
+        const size_t j = j0 + kDotCols + pq;
+        if (j >= n) {
+          pq = kDotCols;
+          break;
+        }
+        PrefetchRead(b + int64_t(j) * g.csb + int64_t(pl * line));
+        if (++pl == row_lines) {
+          pl = 0;
+          ++pq;
+        }
       }
       const size_t mb = std::min(kDotRows, m - i0);
       const float* x[kDotRows];
