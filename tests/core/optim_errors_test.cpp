@@ -74,6 +74,7 @@ TEST_F(OptimErrors, ShapesDTypesLayouts) {
 TEST_F(OptimErrors, AdamArguments) {
   Tensor m = zeros({4, 3}, cpu), v = zeros({4, 3}, cpu);
   OptimParams o;
+  o.lr = 0.1;  // (The default 0 would leave the parameter as it is.)
   o.beta1 = 1.0;
   expect_error<ValueError>([&] { adam_update(p, g, m, v, o); },
                            {"adam_update", "betas (1, 0.999)"});
