@@ -153,6 +153,14 @@ class OpProfiler final : public Backend {
     in_.quant(op, type, inner(w), x ? &xi : nullptr, o);
   }
 
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* s0, Tensor* s1) override {
+    Timed t(this, key(nascent::name(op), param, &grad));
+    Tensor pi = inner(param), a = s0 ? inner(*s0) : Tensor(),
+           b = s1 ? inner(*s1) : Tensor();
+    in_.optim(op, p, pi, inner(grad), s0 ? &a : nullptr, s1 ? &b : nullptr);
+  }
+
  private:
   struct Timed {
     Timed(OpProfiler* p, std::string k)

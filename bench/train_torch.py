@@ -17,6 +17,7 @@ CUDA backend; each round's clock stops after the device has finished.
 
 Needs Debian's /usr/bin/python3 with python3-torch (1.13)."""
 import argparse
+import ctypes
 import re
 import subprocess
 import time
@@ -24,6 +25,25 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+def set_threads(threads):
+    """torch.set_num_threads, and the same count for the BLAS PyTorch calls.
+
+    Debian's torch is built against the generic BLAS interface
+    (BLAS_INFO=generic), so set_num_threads does not reach OpenBLAS, which
+    then runs the matmuls of a "1 thread" round on every core (measured:
+    2 CPU-seconds per second on 2 vCPUs); it is told through its own
+    openblas_set_num_threads.
+    """
+    torch.set_num_threads(threads)
+    with open("/proc/self/maps") as maps:
+        libs = {line.split()[-1] for line in maps if "openblas" in line}
+    for lib in sorted(libs):
+        try:
+            ctypes.CDLL(lib).openblas_set_num_threads(threads)
+        except (OSError, AttributeError):
+            pass
 
 
 def make_model(name):
@@ -106,7 +126,7 @@ def main():
     print("|---|---|---|---|---|")
     for model in a.models.split(","):
         for threads in [int(t) for t in a.threads.split(",")]:
-            torch.set_num_threads(threads)
+            set_threads(threads)
             runner = TorchRunner(model, a.batch, a.device)
             best_t = best_n = 0.0
             for _ in range(a.rounds):

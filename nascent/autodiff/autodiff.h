@@ -96,6 +96,9 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  // Optimizer updates: in-place writes, never recorded (backend.cpp).
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
 
  private:
   nascent::Backend& inner_;

@@ -104,4 +104,21 @@ void Backend::copy(const Tensor& src, Tensor& dst) {
   detail::end_write(dst, node);
 }
 
+// An optimizer step writes new values into the parameter and its state: a
+// plain data update (like assign under NoGradGuard), so nothing is recorded,
+// but the writes still count (versions, saved copies) as any other.
+void Backend::optim(OptimOp op, const OptimParams& p, Tensor& param,
+                    const Tensor& grad, Tensor* state0, Tensor* state1) {
+  std::vector<Tensor*> written = {&param};
+  if (state0) written.push_back(state0);
+  if (state1) written.push_back(state1);
+  for (Tensor* t : written) detail::begin_write(*t, false);
+  Tensor pi = to_inner(param);
+  Tensor s0 = state0 ? to_inner(*state0) : Tensor();
+  Tensor s1 = state1 ? to_inner(*state1) : Tensor();
+  inner_.optim(op, p, pi, to_inner(grad), state0 ? &s0 : nullptr,
+               state1 ? &s1 : nullptr);
+  for (Tensor* t : written) detail::end_write(*t, nullptr);
+}
+
 }  // namespace nascent::autodiff

@@ -82,6 +82,22 @@ struct Pool2dParams {
   bool count_include_pad = true;  // avg_pool2d only.
 };
 
+// Hyper-parameters of the fused optimizer updates (optim/optimizer.h has
+// the rules, PyTorch's).
+struct OptimParams {
+  double lr = 0.0;
+  double weight_decay = 0.0;
+  double momentum = 0.0;    // sgd_update.
+  double dampening = 0.0;   // sgd_update.
+  bool nesterov = false;    // sgd_update.
+  bool first_step = false;  // sgd_update: the buffer takes the gradient.
+  double beta1 = 0.9;       // adam_update.
+  double beta2 = 0.999;     // adam_update.
+  double eps = 1e-8;        // adam_update.
+  int64_t step = 1;         // adam_update: 1-based, for bias correction.
+  bool decoupled = false;   // adam_update: AdamW's weight decay.
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -159,6 +175,15 @@ class Backend {
   // a backend without them still builds and says what it lacks.
   virtual void quant(QuantOp op, QuantType type, const Tensor& w,
                      const Tensor* x, Tensor& out);
+  // One optimizer step written in place into param and the state (a
+  // parameter update reads each array once instead of once per element-wise
+  // op). param, grad and the state share shape and floating dtype; param
+  // and the state are contiguous. sgd_update: state0 is the momentum buffer
+  // (null without momentum). adam_update: state0 exp_avg, state1
+  // exp_avg_sq. The default runs the same rule as element-wise ops of this
+  // backend.
+  virtual void optim(OptimOp op, const OptimParams& p, Tensor& param,
+                     const Tensor& grad, Tensor* state0, Tensor* state1);
 };
 
 // The backend used where none is named. Defined outside core (the library

@@ -36,9 +36,9 @@ const char* name(Op op) {
 
 const char* name(OpFamily family) {
   static const char* const kNames[] = {
-      "creation", "random",  "copy", "unary",  "binary",
-      "where",    "reduce",  "scan", "matmul", "conv",
-      "pool",     "softmax", "norm", "index",  "quant"};
+      "creation", "random", "copy",   "unary", "binary", "where",
+      "reduce",   "scan",   "matmul", "conv",  "pool",   "softmax",
+      "norm",     "index",  "quant",  "optim"};
   return kNames[size_t(family)];
 }
 
@@ -77,6 +77,9 @@ Op op_of(IndexOp op) {
 }
 Op op_of(QuantOp op) {
   return shift(OpFamily::Quant, op);
+}
+Op op_of(OptimOp op) {
+  return shift(OpFamily::Optim, op);
 }
 
 }  // namespace nascent

@@ -115,6 +115,11 @@ namespace nascent {
   X(Quant, qmatmul, false)   \
   X(Quant, dequantize, false)
 
+// Fused optimizer updates, in place (optim/ builds SGD and Adam on them).
+#define NASCENT_OPTIM_OPS(X)  \
+  X(Optim, sgd_update, false) \
+  X(Optim, adam_update, false)
+
 // clang-format off (it does not settle on one layout for this macro)
 #define NASCENT_ALL_OPS(X) \
   NASCENT_CREATION_OPS(X)  \
@@ -131,7 +136,8 @@ namespace nascent {
   NASCENT_SOFTMAX_OPS(X)   \
   NASCENT_NORM_OPS(X)      \
   NASCENT_INDEX_OPS(X)     \
-  NASCENT_QUANT_OPS(X)
+  NASCENT_QUANT_OPS(X)     \
+  NASCENT_OPTIM_OPS(X)
 // clang-format on
 
 #define NASCENT_OP_ENUMERATOR(family, name, differentiable) name,
@@ -151,7 +157,8 @@ enum class OpFamily : uint8_t {
   Softmax,
   Norm,
   Index,
-  Quant
+  Quant,
+  Optim
 };
 
 enum class Op : uint16_t { NASCENT_ALL_OPS(NASCENT_OP_ENUMERATOR) };
@@ -167,6 +174,7 @@ enum class SoftmaxOp : uint8_t { NASCENT_SOFTMAX_OPS(NASCENT_OP_ENUMERATOR) };
 enum class NormOp : uint8_t { NASCENT_NORM_OPS(NASCENT_OP_ENUMERATOR) };
 enum class IndexOp : uint8_t { NASCENT_INDEX_OPS(NASCENT_OP_ENUMERATOR) };
 enum class QuantOp : uint8_t { NASCENT_QUANT_OPS(NASCENT_OP_ENUMERATOR) };
+enum class OptimOp : uint8_t { NASCENT_OPTIM_OPS(NASCENT_OP_ENUMERATOR) };
 
 #define NASCENT_OP_COUNTER(family, name, differentiable) +1
 inline constexpr int kNumOps = 0 NASCENT_ALL_OPS(NASCENT_OP_COUNTER);
@@ -199,6 +207,7 @@ Op op_of(SoftmaxOp op);
 Op op_of(NormOp op);
 Op op_of(IndexOp op);
 Op op_of(QuantOp op);
+Op op_of(OptimOp op);
 template <class FamilyOp>
 const char* name(FamilyOp op) {
   return name(op_of(op));

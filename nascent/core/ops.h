@@ -240,6 +240,14 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape);
 void assign(const Tensor& dst, const Tensor& src);
 void assign(const Tensor& dst, Scalar value);
 
+// --- Optimizer updates (ops/optim.cpp), in place: param and the state
+// change where they live; optim/ builds SGD, Adam and AdamW on them. The
+// gradient may be any layout; param and the state must be contiguous.
+void sgd_update(const Tensor& param, const Tensor& grad,
+                const Tensor* momentum_buffer, const OptimParams& p);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, const OptimParams& p);
+
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape,
                    Backend& backend) {

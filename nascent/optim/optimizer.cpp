@@ -46,6 +46,12 @@ Optimizer::Optimizer(std::vector<nn::NamedTensor> params, double lr)
           fmt::format("optimizer: parameter \"{}\" is {}, not floating",
                       params_[i].name, params_[i].tensor->to_string()));
     }
+    if (!params_[i].tensor->is_contiguous()) {
+      throw ValueError(fmt::format(
+          "optimizer: parameter \"{}\" {} is not contiguous (updates are "
+          "written in place, in one pass)",
+          params_[i].name, params_[i].tensor->to_string()));
+    }
     nn::persistent(*params_[i].tensor);
     for (size_t j = 0; j < i; ++j) {
       if (params_[j].name == params_[i].name) {
@@ -159,22 +165,24 @@ SGD::SGD(std::vector<nn::NamedTensor> params, SGDOptions options)
 
 void SGD::update(size_t i, const Tensor& grad) {
   Tensor& p = *params_[i].tensor;
-  Tensor g = o_.weight_decay != 0.0 ? grad + p * o_.weight_decay : grad;
+  OptimParams u;
+  u.lr = lr_;
+  u.weight_decay = o_.weight_decay;
+  u.momentum = o_.momentum;
+  u.dampening = o_.dampening;
+  u.nesterov = o_.nesterov;
+  Tensor* buf = nullptr;
   if (o_.momentum != 0.0) {
-    Tensor& buf = momentum_[i];
-    if (!buf.defined()) {
-      // The first step takes the gradient as it is (no dampening), as
-      // PyTorch does; a copy, so the caller's gradient is not aliased.
-      buf = nn::persistent(g.contiguous().clone());
-    } else {
-      // The buffer is ours alone: it takes the new tensor instead of a copy
-      // into the old one.
-      Tensor scaled = o_.dampening != 0.0 ? g * (1.0 - o_.dampening) : g;
-      buf = nn::persistent(buf * o_.momentum + scaled);
+    if (!momentum_[i].defined()) {
+      // The first step writes the gradient into it (no dampening), as
+      // PyTorch does.
+      momentum_[i] =
+          nn::persistent(Tensor::empty(p.shape(), p.dtype(), p.backend()));
+      u.first_step = true;
     }
-    g = o_.nesterov ? g + buf * o_.momentum : buf;
+    buf = &momentum_[i];
   }
-  nn::set_value(p, p - g * lr_);
+  sgd_update(p, grad, buf, u);
 }
 
 void SGD::save(OptimizerState& state) const {
@@ -228,29 +236,19 @@ Adam::Adam(std::vector<nn::NamedTensor> params, AdamOptions options,
 
 void Adam::update(size_t i, const Tensor& grad) {
   Tensor& p = *params_[i].tensor;
-  Tensor& m = exp_avg_[i];
-  Tensor& v = exp_avg_sq_[i];
-  const int64_t t = ++param_steps_[i];
-  Tensor g = grad;
-  if (o_.weight_decay != 0.0) {
-    if (decoupled_) {
-      nn::set_value(p, p * (1.0 - lr_ * o_.weight_decay));
-    } else {
-      g = g + p * o_.weight_decay;
-    }
+  if (!exp_avg_[i].defined()) {
+    exp_avg_[i] = nn::persistent(zeros_like(p));
+    exp_avg_sq_[i] = nn::persistent(zeros_like(p));
   }
-  // The moments are ours alone: they take the new tensors instead of a copy
-  // into the old ones. At the first step they start from zero.
-  Tensor gm = g * (1.0 - o_.beta1);
-  Tensor gv = square(g) * (1.0 - o_.beta2);
-  m = nn::persistent(m.defined() ? m * o_.beta1 + gm : gm);
-  v = nn::persistent(v.defined() ? v * o_.beta2 + gv : gv);
-  const double bias1 = 1.0 - std::pow(o_.beta1, double(t));
-  const double root2 = std::sqrt(1.0 - std::pow(o_.beta2, double(t)));
-  // PyTorch's p -= lr / bias1 * m / (sqrt(v) / sqrt(bias2) + eps), with
-  // sqrt(bias2) moved out of the denominator: one pass fewer.
-  Tensor denom = sqrt(v) + o_.eps * root2;
-  nn::set_value(p, p - (m / denom) * (lr_ / bias1 * root2));
+  OptimParams u;
+  u.lr = lr_;
+  u.weight_decay = o_.weight_decay;
+  u.beta1 = o_.beta1;
+  u.beta2 = o_.beta2;
+  u.eps = o_.eps;
+  u.step = ++param_steps_[i];
+  u.decoupled = decoupled_;
+  adam_update(p, grad, exp_avg_[i], exp_avg_sq_[i], u);
 }
 
 void Adam::save(OptimizerState& state) const {

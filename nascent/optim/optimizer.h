@@ -1,7 +1,8 @@
 // Optimizers: SGD (momentum, Nesterov, weight decay), Adam and AdamW, with
-// PyTorch's update rules. Every update is a sequence of core ops on the
-// parameters' backend, so it runs where the parameters live; parameters and
-// optimizer state are persistent there.
+// PyTorch's update rules. Each parameter's update is one core op
+// (sgd_update, adam_update in core/ops.h) on the parameters' backend, so it
+// runs where the parameters live, in one pass that writes the parameter and
+// its state in place; parameters and optimizer state are persistent there.
 //
 // An optimizer holds the slots of the parameters it was given (from
 // Module::named_parameters()), which must outlive it, and marks them

@@ -1,7 +1,7 @@
 // The CPU backend: host memory, multithreaded kernels with SIMD chosen at run
 // time (Google Highway). One file per op family: unary.cpp, binary.cpp,
 // reduce.cpp, matmul.cpp, conv.cpp, pool.cpp, softmax.cpp, norm.cpp,
-// index.cpp, copy.cpp, creation.cpp, random.cpp, quant.cpp.
+// index.cpp, copy.cpp, creation.cpp, random.cpp, quant.cpp, optim.cpp.
 #pragma once
 
 #include <atomic>
@@ -104,6 +104,8 @@ class Backend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
              Tensor& out) override;
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
 
  private:
   friend class CpuData;

@@ -242,6 +242,11 @@ HWY_INLINE void PrefetchL2(const void* p) {
   __builtin_prefetch(p, 1, 2);
 }
 
+// For reading soon, into L2 (and L1).
+HWY_INLINE void PrefetchRead(const void* p) {
+  __builtin_prefetch(p, 0, 3);
+}
+
 template <class D, class V = hn::Vec<D>, class T = hn::TFromD<D>>
 HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
                          bool accumulate) {
@@ -371,6 +376,128 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
   }
 }
 
+// x @ W^T with few rows of x (a batch through a Linear layer): A's rows and
+// B's columns are both contiguous along k, so C is a grid of dot products
+// and nothing needs packing. The packed path would copy and transpose all
+// of W (often out of cache: the optimizer has just rewritten it) for only
+// m / kMR uses of each panel; here W streams through once, in order, a few
+// rows at a time, against the rows of x, which stay in L2.
+constexpr size_t kDotRows = 4;  // 12 accumulators, 7 loads per 12 FMAs.
+constexpr size_t kDotCols = 3;
+constexpr int64_t kDotMaxRows = 96;
+constexpr size_t kDotMaxBytesA = 512 * 1024;  // Of A, to stay in L2.
+
+bool UseDot(const GemmArgs& g) {
+  return g.csa == 1 && g.rsb == 1 && g.m <= kDotMaxRows &&
+         g.n >= int64_t(kDotCols) && g.k >= 64 &&
+         size_t(g.m * g.k) * sizeof(float) <= kDotMaxBytesA;
+}
+
+// The kDotRows x kDotCols dot products of rows x0..x3 with w0..w2, each k
+// long, into s (row-major).
+template <class D, class T = hn::TFromD<D>>
+HWY_INLINE void DotTile(D d, size_t k, const T* HWY_RESTRICT x0,
+                        const T* HWY_RESTRICT x1, const T* HWY_RESTRICT x2,
+                        const T* HWY_RESTRICT x3, const T* HWY_RESTRICT w0,
+                        const T* HWY_RESTRICT w1, const T* HWY_RESTRICT w2,
+                        T* HWY_RESTRICT s) {
+  static_assert(kDotRows == 4 && kDotCols == 3, "written for 4x3");
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  V c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c10 = hn::Zero(d),
+    c11 = hn::Zero(d), c12 = hn::Zero(d), c20 = hn::Zero(d), c21 = hn::Zero(d),
+    c22 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d), c32 = hn::Zero(d);
+  size_t p = 0;
+  for (; p + lanes <= k; p += lanes) {
+    const V b0 = hn::LoadU(d, w0 + p), b1 = hn::LoadU(d, w1 + p),
+            b2 = hn::LoadU(d, w2 + p);
+    V a = hn::LoadU(d, x0 + p);
+    c00 = hn::MulAdd(a, b0, c00);
+    c01 = hn::MulAdd(a, b1, c01);
+    c02 = hn::MulAdd(a, b2, c02);
+    a = hn::LoadU(d, x1 + p);
+    c10 = hn::MulAdd(a, b0, c10);
+    c11 = hn::MulAdd(a, b1, c11);
+    c12 = hn::MulAdd(a, b2, c12);
+    a = hn::LoadU(d, x2 + p);
+    c20 = hn::MulAdd(a, b0, c20);
+    c21 = hn::MulAdd(a, b1, c21);
+    c22 = hn::MulAdd(a, b2, c22);
+    a = hn::LoadU(d, x3 + p);
+    c30 = hn::MulAdd(a, b0, c30);
+    c31 = hn::MulAdd(a, b1, c31);
+    c32 = hn::MulAdd(a, b2, c32);
+  }
+  auto sum = [&](V v) { return hn::GetLane(hn::SumOfLanes(d, v)); };
+  s[0] = sum(c00), s[1] = sum(c01), s[2] = sum(c02);
+  s[3] = sum(c10), s[4] = sum(c11), s[5] = sum(c12);
+  s[6] = sum(c20), s[7] = sum(c21), s[8] = sum(c22);
+  s[9] = sum(c30), s[10] = sum(c31), s[11] = sum(c32);
+  for (; p < k; ++p) {  // The last k % lanes terms.
+    const T* xs[kDotRows] = {x0, x1, x2, x3};
+    const T ws[kDotCols] = {w0[p], w1[p], w2[p]};
+    for (size_t r = 0; r < kDotRows; ++r) {
+      for (size_t q = 0; q < kDotCols; ++q)
+        s[r * kDotCols + q] += xs[r][p] * ws[q];
+    }
+  }
+}
+
+// C (+)= A B by DotTile: blocks of kDotCols columns of B (rows of W) in the
+// outer loop, so each is read from memory once and stays in L1 while the
+// rows of A pass by. Edge tiles repeat their last row or column (computed,
+// not stored), so every tile runs the same kernel.
+void GemmDot(const GemmArgs& g, const float* a, const float* b, float* c) {
+  const hn::ScalableTag<float> d;
+  const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
+  const size_t ldc = size_t(g.ldc);
+  HWY_ALIGN float s[kDotRows * kDotCols];
+  // While one block of W's rows is in use, the next is fetched a slice per
+  // tile: each row is a new stream that the hardware prefetcher would only
+  // pick up after several misses, and the rows come from memory.
+  const size_t line = 64 / sizeof(float);
+  const size_t row_lines = (k + line - 1) / line;
+  const size_t tiles = (m + kDotRows - 1) / kDotRows;
+  const size_t slice = (kDotCols * row_lines + tiles - 1) / tiles;
+  for (size_t j0 = 0; j0 < n; j0 += kDotCols) {
+    const size_t nb = std::min(kDotCols, n - j0);
+    const float* w[kDotCols];
+    for (size_t q = 0; q < kDotCols; ++q) {
+      w[q] = b + int64_t(j0 + std::min(q, nb - 1)) * g.csb;
+    }
+    // Cursor into the next block: its row q and the line within the row
+    // (a counter, not a division per line, which cost more than the loads).
+    size_t pq = 0, pl = 0;
+    for (size_t i0 = 0; i0 < m; i0 += kDotRows) {
+      for (size_t f = 0; f < slice && pq < kDotCols; ++f) {
+        const size_t j = j0 + kDotCols + pq;
+        if (j >= n) {
+          pq = kDotCols;
+          break;
+        }
+        PrefetchRead(b + int64_t(j) * g.csb + int64_t(pl * line));
+        if (++pl == row_lines) {
+          pl = 0;
+          ++pq;
+        }
+      }
+      const size_t mb = std::min(kDotRows, m - i0);
+      const float* x[kDotRows];
+      for (size_t r = 0; r < kDotRows; ++r) {
+        x[r] = a + int64_t(i0 + std::min(r, mb - 1)) * g.rsa;
+      }
+      DotTile(d, k, x[0], x[1], x[2], x[3], w[0], w[1], w[2], s);
+      for (size_t r = 0; r < mb; ++r) {
+        float* row = c + (i0 + r) * ldc + j0;
+        for (size_t q = 0; q < nb; ++q) {
+          const float v = s[r * kDotCols + q];
+          row[q] = g.accumulate ? row[q] + v : v;
+        }
+      }
+    }
+  }
+}
+
 // Block sizes of a product: KC, MC and NC as even splits of k, m and n.
 template <class T>
 GemmPlan MakePlan(size_t m, size_t n, size_t k) {
@@ -439,6 +566,9 @@ void GemmSerial(const GemmArgs& g, const S* a, const S* b, T* c) {
   const size_t m = size_t(g.m), n = size_t(g.n), k = size_t(g.k);
   if (m == 0 || n == 0) return;
   if (k == 0) return ZeroC(g, c);
+  if constexpr (std::is_same_v<S, float>) {
+    if (UseDot(g)) return GemmDot(g, a, b, c);
+  }
   const GemmPlan p = MakePlan<T>(m, n, k);
   T* ap = PackedA<T>(p);
   T* bp = static_cast<T*>(

@@ -206,6 +206,24 @@ TEST_P(GemmThreads, SharedPackedB) {
   check_f32(193, 161, 100, Form::reversed, Form::padded, false, 26);
 }
 
+// x @ W^T with few rows of x (rows of A and columns of B contiguous) is a
+// grid of 4 x 3 dot products on one thread: row and column counts around
+// that tile, k with and without a tail past the SIMD width, accumulate, and
+// A's rows all one (stride 0).
+TEST_P(GemmThreads, DotProductsForFewRows) {
+  uint32_t seed = 40;
+  for (int64_t m : {2, 3, 4, 5, 63, 64, 96}) {
+    for (int64_t n : {3, 4, 10, 29}) {
+      for (int64_t k : {64, 67, 300}) {
+        check_f32(m, n, k, Form::row_major, Form::col_major, m % 2 == 1,
+                  seed++);
+      }
+    }
+  }
+  check_f32(7, 11, 70, Form::broadcast_rows, Form::col_major, true, seed++);
+  check_f32(64, 512, 784, Form::row_major, Form::col_major, false, seed++);
+}
+
 TEST_P(GemmThreads, EmptyDimensions) {
   check_f32(0, 9, 4, Form::row_major, Form::row_major, false);
   check_f32(9, 0, 4, Form::row_major, Form::row_major, false);
@@ -293,6 +311,7 @@ TEST(Gemm, EverySupportedTarget) {
     SCOPED_TRACE(hwy::TargetName(target));
     check_f32(13, 37, 300, Form::padded, Form::col_major, true);
     check_f32(203, 97, 31, Form::row_major, Form::reversed, false);
+    check_f32(13, 37, 300, Form::row_major, Form::col_major, true);  // Dots.
     {  // The shared packed B of two threads, packed by this target.
       const int saved = num_threads();
       set_num_threads(2);
