@@ -218,21 +218,6 @@ HWY_INLINE V SafeSinCos(D d, V x) {
   return hn::IfThenElse(finite, r, hn::NaN(d));
 }
 
-// num / den for f32 lanes with den >= 1 (and finite): on x86 the 12-bit
-// reciprocal estimate and one correction of the quotient (error about 2^-24
-// plus the final rounding) instead of a divide, which is not pipelined;
-// NEON's estimate has 8 bits, so elsewhere a true divide.
-template <class D, class V>
-HWY_INLINE V DivNear(D /*d*/, V num, V den) {
-#if HWY_ARCH_X86
-  const V y = hn::ApproximateReciprocal(den);
-  const V q = hn::Mul(num, y);
-  return hn::MulAdd(hn::NegMulAdd(den, q, num), y, q);
-#else
-  return hn::Div(num, den);
-#endif
-}
-
 // 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so that e^-|x|
 // never overflows and the tail keeps its relative precision.
 template <class D, class V>
@@ -241,16 +226,6 @@ HWY_INLINE V Sigmoid(D d, V x) {
   const V one = hn::Set(d, T(1));
   const V e = FastExp(d, hn::Neg(hn::Abs(x)));
   const V num = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one);
-#if HWY_ARCH_X86
-  if constexpr (sizeof(T) == 4) {
-    // q = num / (1 + e) corrected against the exact 1 + e, not its
-    // rounding: num - q is exact (q is within [num / 2, num]), so the
-    // residual num - q - q e has one rounding. Worst error 1.5 ulp.
-    const V y = hn::ApproximateReciprocal(hn::Add(one, e));
-    const V q = hn::Mul(num, y);
-    return hn::MulAdd(hn::NegMulAdd(q, e, hn::Sub(num, q)), y, q);
-  }
-#endif
   return hn::Div(num, hn::Add(one, e));
 }
 
@@ -272,7 +247,7 @@ HWY_INLINE V TanhF32(D d, V x) {
                                          hn::Set(di, 0x3F800000)));
   const V one = hn::Set(d, 1.0f);
   const V m = hn::MulAdd(scale, em1, hn::Sub(scale, one));
-  const V th = DivNear(d, hn::Neg(m), hn::Add(m, hn::Set(d, 2.0f)));
+  const V th = hn::Div(hn::Neg(m), hn::Add(m, hn::Set(d, 2.0f)));
   return KeepNaN(d, x, hn::CopySignToAbs(th, x));
 }
 
