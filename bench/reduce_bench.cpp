@@ -50,6 +50,10 @@ void bandwidth() {
   Tensor out = zeros({n}, backend);
   float* dst = cpu::data_ptr<float>(out);
   const float* src = cpu::data_ptr<float>(x);
+  fmt::print(
+      "GB/s: a reduction counts the bytes it reads (n * 4), a copy the "
+      "bytes it reads and writes (2 * n * 4); vs copy: GB/s over the faster "
+      "copy's of the same thread count\n");
   fmt::print("{:<28} {:>7} {:>10} {:>10} {:>8}\n", "op (64M f32 = 256 MiB)",
              "threads", "ms", "GB/s", "vs copy");
   for (int threads : {1, 2}) {
