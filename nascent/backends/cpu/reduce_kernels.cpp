@@ -27,10 +27,19 @@ int64_t find_run(const T* x, int64_t n, Compute<T> m) {
   const int64_t N = int64_t(hn::Lanes(d));
   const bool want_nan = m != m;
   const auto target = hn::Set(d, m);
+  auto is_hit = [&](decltype(target) v) {
+    return want_nan ? hn::IsNaN(v) : hn::Eq(v, target);
+  };
   int64_t i = 0;
+  // Four vectors per test and branch; the vector loop below finds the lane.
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const auto h = hn::Or(
+        hn::Or(is_hit(load(d, x + i)), is_hit(load(d, x + i + N))),
+        hn::Or(is_hit(load(d, x + i + 2 * N)), is_hit(load(d, x + i + 3 * N))));
+    if (!hn::AllFalse(d, h)) break;
+  }
   for (; i + N <= n; i += N) {
-    const auto v = load(d, x + i);
-    const auto hit = want_nan ? hn::IsNaN(v) : hn::Eq(v, target);
+    const auto hit = is_hit(load(d, x + i));
     if (!hn::AllFalse(d, hit)) return i + hn::FindFirstTrue(d, hit);
   }
   for (; i < n; ++i) {
