@@ -170,6 +170,44 @@ void simd_inner_rows(const Plan& plan, Kind kind, DType dtype,
                });
 }
 
+// Inner shape, one long contiguous reduced axis: each output's run is cut
+// into blocks of kBlock elements (the last shorter) whose results merge in
+// order. A thread's whole blocks go to reduce_rows as rows, which it reads
+// as several streams at once.
+void simd_inner_blocks(const Plan& plan, Kind kind, DType dtype,
+                       const double* shift, double* res) {
+  const int64_t n = plan.red.back().size;
+  const int64_t nb = (n + kBlock - 1) / kBlock, full = n / kBlock;
+  const int64_t tasks = plan.num_out * nb;
+  std::vector<double> partial(static_cast<size_t>(tasks));
+  std::vector<double> sh(shift ? size_t(tasks) : 0);
+  std::vector<int64_t> xoffs(size_t(plan.num_out)), ooffs(xoffs.size());
+  for (int64_t o = 0; o < plan.num_out; ++o) {
+    locate(plan.kept, plan.kept.size(), o, xoffs[size_t(o)], ooffs[size_t(o)]);
+    for (int64_t b = 0; shift && b < nb; ++b) {
+      sh[size_t(o * nb + b)] = shift[ooffs[size_t(o)]];
+    }
+  }
+  parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t o = t / nb, b = t % nb;
+      const int64_t rows = b < full ? std::min(full - b, t1 - t) : 1;
+      reduce_rows(simd_kind(kind), dtype,
+                  plan.x + (xoffs[size_t(o)] + b * kBlock) * plan.item, rows,
+                  kBlock, b < full ? kBlock : n - b * kBlock,
+                  shift ? sh.data() + t : nullptr, partial.data() + t, 1);
+      t += rows;
+    }
+  });
+  for (int64_t o = 0; o < plan.num_out; ++o) {
+    double s = partial[size_t(o * nb)];
+    for (int64_t b = 1; b < nb; ++b) {
+      s = merge_double(kind, s, partial[size_t(o * nb + b)]);
+    }
+    res[ooffs[size_t(o)]] = s;
+  }
+}
+
 // Outer shape: the innermost kept axis is contiguous. Tasks take a group of
 // the other kept axes, a chunk of columns and a block of reduced rows.
 void simd_outer(const Plan& plan, Kind kind, DType dtype, const double* shift,
@@ -247,6 +285,8 @@ std::vector<double> float_pass(const Plan& plan, Kind kind, DType dtype,
   if (simd && plan.last_is_red && run.xs == 1) {
     if (plan.red.size() == 1 && plan.num_red <= kBlock) {
       simd_inner_rows(plan, kind, dtype, shift, res.data());
+    } else if (plan.red.size() == 1) {
+      simd_inner_blocks(plan, kind, dtype, shift, res.data());
     } else {
       reduce_generic(plan, SimdRuns{plan, kind, dtype, shift}, res);
     }

@@ -94,7 +94,11 @@ void UnaryTyped(UnaryOp op, const T* x, T* out, size_t n,
     case UnaryOp::cos:
       return run([&](V v) { return SafeSinCos<false>(d, v); });
     case UnaryOp::tanh:
-      return run([&](V v) { return hn::Tanh(d, v); });
+      if constexpr (std::is_same_v<C, float>) {
+        return run([&](V v) { return TanhF32(d, v); });
+      } else {
+        return run([&](V v) { return hn::Tanh(d, v); });
+      }
     case UnaryOp::sigmoid:
       return run([&](V v) { return Sigmoid(d, v); });
     case UnaryOp::silu:

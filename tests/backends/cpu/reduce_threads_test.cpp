@@ -1,5 +1,7 @@
 // The CPU reductions split work into blocks fixed by the shape, merged in
 // order, so a result is bitwise the same for any thread count.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "conformance/reference.h"
@@ -23,6 +25,14 @@ TEST(CpuReduceThreads, SameBitsForAnyThreadCount) {
     r.push_back(sum(m, {0}).to_vector<float>());
     r.push_back(logsumexp(m, {0}).to_vector<float>());
     r.push_back(mean(m, {1}).to_vector<float>());
+    // Rows of m go through the four-stream kernels in groups whose split
+    // depends on the thread count; flat through blocks of 2^16.
+    r.push_back(max(flat).to_vector<float>());
+    r.push_back(min(m, {1}).to_vector<float>());
+    r.push_back(var(m, {1}).to_vector<float>());
+    r.push_back(max(m, {0}).to_vector<float>());
+    r.push_back(argmax(m, 1).cast(DType::f32).to_vector<float>());
+    r.push_back(argmin(m, 1).cast(DType::f32).to_vector<float>());
     r.push_back(sum(t, {1}).to_vector<float>());
     r.push_back(cumsum(m, 0).to_vector<float>());
     r.push_back(softmax(m, 0).to_vector<float>());
@@ -31,6 +41,18 @@ TEST(CpuReduceThreads, SameBitsForAnyThreadCount) {
   };
   cpu::set_num_threads(1);
   const auto one = run();
+  // The four-stream argmax/argmin against a plain scan of the same rows
+  // (m's view may be strided: read it back row-major).
+  {
+    const std::vector<float> h = m.to_vector<float>();
+    const std::vector<int64_t> amax = argmax(m, 1).to_vector<int64_t>();
+    const std::vector<int64_t> amin = argmin(m, 1).to_vector<int64_t>();
+    for (int64_t r = 0; r < 600; ++r) {
+      const float* row = h.data() + r * 1030;
+      EXPECT_EQ(amax[size_t(r)], std::max_element(row, row + 1030) - row);
+      EXPECT_EQ(amin[size_t(r)], std::min_element(row, row + 1030) - row);
+    }
+  }
   for (int threads : {2, 3, 5}) {
     cpu::set_num_threads(threads);
     const auto many = run();
