@@ -17,17 +17,10 @@
 #include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
+#include "tests/backends/cpu/random_values.h"
 
 namespace nascent {
 namespace {
-
-std::vector<float> random_values(int64_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 struct Weights {
   QuantType type;

@@ -20,6 +20,7 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
+#include "tests/backends/cpu/random_values.h"
 
 namespace nascent {
 namespace {
@@ -29,14 +30,6 @@ constexpr QuantType kAllTypes[] = {
     QuantType::q4_1, QuantType::q5_0, QuantType::q5_1, QuantType::q8_0,
     QuantType::q2_k, QuantType::q3_k, QuantType::q4_k, QuantType::q5_k,
     QuantType::q6_k, QuantType::q8_k};
-
-std::vector<float> random_values(int64_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = normal(rng);
-  return v;
-}
 
 bool quantizes_x(QuantType type) {
   return type != QuantType::f32 && type != QuantType::f16 &&
