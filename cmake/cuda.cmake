@@ -59,8 +59,19 @@ if(NASCENT_HAVE_CUDA)
   file(GLOB NASCENT_CUDA_SOURCES CONFIGURE_DEPENDS
        nascent/backends/cuda/*.cpp nascent/backends/cuda/*.cu)
   add_library(nascent_cuda STATIC ${NASCENT_CUDA_SOURCES})
-  target_link_libraries(nascent_cuda PUBLIC nascent_core
-                                            CUDA::cudart_static CUDA::cublasLt)
+  # cuBLASLt (and cuDNN below) are not linked but opened with dlopen when a
+  # CUDA backend is first made (libraries.h): linked, libcublasLt costs
+  # every process ~140 MiB at startup, GPU or not. Only their headers are
+  # used here; the folders they were found in are where the loader looks
+  # after the system's search.
+  target_link_libraries(nascent_cuda PUBLIC nascent_core CUDA::cudart_static
+                                            ${CMAKE_DL_LIBS})
+  set(NASCENT_CUDA_LIBRARY_DIRS ${CUDAToolkit_LIBRARY_DIR})
+  get_target_property(_lt CUDA::cublasLt IMPORTED_LOCATION)
+  if(_lt)
+    get_filename_component(_lt_dir "${_lt}" DIRECTORY)
+    list(APPEND NASCENT_CUDA_LIBRARY_DIRS ${_lt_dir})
+  endif()
   set(NASCENT_CUDA_FLAGS
       -gencode=arch=compute_90a,code=sm_90a
       -gencode=arch=compute_90,code=compute_90
@@ -96,8 +107,9 @@ if(NASCENT_HAVE_CUDA)
     if(NASCENT_CUDNN_LIBRARY AND NASCENT_CUDNN_MAJOR GREATER_EQUAL 8)
       target_include_directories(nascent_cuda SYSTEM PRIVATE
                                  ${NASCENT_CUDNN_INCLUDE_DIR})
-      target_link_libraries(nascent_cuda PUBLIC ${NASCENT_CUDNN_LIBRARY})
       target_compile_definitions(nascent_cuda PRIVATE NASCENT_HAVE_CUDNN=1)
+      get_filename_component(_dnn_dir "${NASCENT_CUDNN_LIBRARY}" DIRECTORY)
+      list(APPEND NASCENT_CUDA_LIBRARY_DIRS ${_dnn_dir})
       message(STATUS "nascent: conv2d through cuDNN ${NASCENT_CUDNN_MAJOR} "
                      "(${NASCENT_CUDNN_LIBRARY})")
     elseif(NASCENT_CUDNN STREQUAL "ON")
@@ -106,4 +118,10 @@ if(NASCENT_HAVE_CUDA)
       message(STATUS "nascent: no cuDNN found; conv2d uses im2col + cuBLASLt")
     endif()
   endif()
+  # Only the loader's file gets the folders, so that changing them does not
+  # rebuild the kernels.
+  list(REMOVE_DUPLICATES NASCENT_CUDA_LIBRARY_DIRS)
+  string(REPLACE ";" ":" _dirs "${NASCENT_CUDA_LIBRARY_DIRS}")
+  set_property(SOURCE nascent/backends/cuda/libraries.cpp APPEND PROPERTY
+               COMPILE_DEFINITIONS "NASCENT_CUDA_LIBRARY_DIRS=\"${_dirs}\"")
 endif()

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cuda/context.h"
+#include "nascent/backends/cuda/libraries.h"
 
 namespace nascent::cuda {
 
@@ -30,7 +31,8 @@ void check(cudaError_t e, const char* what) {
 void check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
   throw BackendError(fmt::format("cuda: {} failed: cuBLAS status {} ({})", what,
-                                 int(s), cublasLtGetStatusString(s)));
+                                 int(s),
+                                 cublaslt().cublasLtGetStatusString(s)));
 }
 
 void check_launch(const char* op) {
@@ -118,6 +120,9 @@ void PinnedPool::trim() {
 // -------------------------------------------------------------------
 
 Context::Context(int dev) : device(dev) {
+  // cuBLASLt first: a missing library throws before any device state
+  // exists to leak.
+  const CublasLt& blas = cublaslt();
   DeviceGuard guard(device);
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
         "cudaStreamCreate");
@@ -126,7 +131,7 @@ Context::Context(int dev) : device(dev) {
       "cudaDeviceGetAttribute");
   allocator = std::make_unique<CachingAllocator>(device, sync_stream, stream);
   pinned = std::make_shared<PinnedPool>();
-  check(cublasLtCreate(&lt), "cublasLtCreate");
+  check(blas.cublasLtCreate(&lt), "cublasLtCreate");
   workspace_bytes = kWorkspaceBytes;
   check(cudaMalloc(&workspace, workspace_bytes), "cudaMalloc (workspace)");
   check(cudaMalloc(reinterpret_cast<void**>(&flag), sizeof(int)),
@@ -142,7 +147,7 @@ Context::~Context() {
   allocator.reset();
   cudaFree(workspace);
   cudaFree(flag);
-  if (lt != nullptr) cublasLtDestroy(lt);
+  if (lt != nullptr) cublaslt().cublasLtDestroy(lt);
   cudaStreamDestroy(stream);
   (void)cudaGetLastError();
 }

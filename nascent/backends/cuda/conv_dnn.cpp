@@ -2,9 +2,12 @@
 // any stride, padding, dilation and groups). For each shape an algorithm is
 // chosen once from cuDNN's heuristics (what PyTorch does unless told to
 // benchmark) and kept with the shape's descriptors; its workspace comes
-// from the caching allocator. Without cuDNN at build time (CMake's
-// NASCENT_CUDNN) this file only declines, and conv.cu takes im2col.
+// from the caching allocator. libcudnn is opened with dlopen the first
+// time a conv asks for it, not at startup. Without cuDNN at build time
+// (CMake's NASCENT_CUDNN) this file only declines, and conv.cu takes im2col.
 #include "nascent/backends/cuda/conv_dnn.h"
+
+#include "nascent/backends/cuda/libraries.h"
 
 #if NASCENT_HAVE_CUDNN
 
@@ -16,11 +19,87 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace nascent::cuda {
 
 namespace {
+
+// The cuDNN functions the backend calls, X(name) each; opened with
+// dlopen on first use like cuBLASLt (libraries.h).
+// clang-format off
+#define NASCENT_CUDNN_ENTRY_POINTS(X)              \
+  X(cudnnGetVersion)                               \
+  X(cudnnGetErrorString)                           \
+  X(cudnnCreate)                                   \
+  X(cudnnDestroy)                                  \
+  X(cudnnSetStream)                                \
+  X(cudnnCreateTensorDescriptor)                   \
+  X(cudnnDestroyTensorDescriptor)                  \
+  X(cudnnSetTensor4dDescriptor)                    \
+  X(cudnnCreateFilterDescriptor)                   \
+  X(cudnnDestroyFilterDescriptor)                  \
+  X(cudnnSetFilter4dDescriptor)                    \
+  X(cudnnCreateConvolutionDescriptor)              \
+  X(cudnnDestroyConvolutionDescriptor)             \
+  X(cudnnSetConvolution2dDescriptor)               \
+  X(cudnnSetConvolutionGroupCount)                 \
+  X(cudnnSetConvolutionMathType)                   \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)        \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)   \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) \
+  X(cudnnConvolutionForward)                       \
+  X(cudnnConvolutionBackwardData)                  \
+  X(cudnnConvolutionBackwardFilter)
+// clang-format on
+
+struct Cudnn {
+  NASCENT_CUDNN_ENTRY_POINTS(NASCENT_ENTRY_POINT)
+};
+
+struct LoadedCudnn {
+  Cudnn table;
+  std::string error;  // Non-empty when loading failed.
+  std::string path;
+};
+
+std::string cudnn_soname() {
+  return fmt::format("libcudnn.so.{}", CUDNN_MAJOR);
+}
+
+LoadedCudnn load_cudnn() {
+  LoadedCudnn out;
+  try {
+    // Never freed, like cuBLASLt's (libraries.h).
+    auto* lib = new SharedLibrary(cudnn_soname(), library_dirs(),
+                                  "cuDNN, asked for by NASCENT_CUDA_CONV");
+    out.path = lib->path();
+#define NASCENT_RESOLVE(f)                              \
+  {                                                     \
+    void* p = lib->symbol(#f);                          \
+    std::memcpy(&out.table.f, &p, sizeof(out.table.f)); \
+  }
+    NASCENT_CUDNN_ENTRY_POINTS(NASCENT_RESOLVE)
+#undef NASCENT_RESOLVE
+  } catch (const BackendError& e) {
+    out.table = Cudnn{};
+    out.error = e.what();
+  }
+  return out;
+}
+
+const LoadedCudnn& loaded_cudnn() {
+  static const LoadedCudnn loaded = load_cudnn();
+  return loaded;
+}
+
+// The entry points; called only once state() found them loaded.
+const Cudnn& api() {
+  return loaded_cudnn().table;
+}
 
 // Workspaces above this are not worth their memory here.
 constexpr size_t kMaxWorkspace = size_t(512) << 20;
@@ -42,12 +121,12 @@ struct DnnState {
 
   ~DnnState() {
     for (auto& [key, p] : plans) {
-      if (p.x) cudnnDestroyTensorDescriptor(p.x);
-      if (p.y) cudnnDestroyTensorDescriptor(p.y);
-      if (p.w) cudnnDestroyFilterDescriptor(p.w);
-      if (p.conv) cudnnDestroyConvolutionDescriptor(p.conv);
+      if (p.x) api().cudnnDestroyTensorDescriptor(p.x);
+      if (p.y) api().cudnnDestroyTensorDescriptor(p.y);
+      if (p.w) api().cudnnDestroyFilterDescriptor(p.w);
+      if (p.conv) api().cudnnDestroyConvolutionDescriptor(p.conv);
     }
-    if (handle != nullptr) cudnnDestroy(handle);
+    if (handle != nullptr) api().cudnnDestroy(handle);
   }
 };
 
@@ -58,7 +137,7 @@ bool ok(cudnnStatus_t s) {
 void check_dnn(cudnnStatus_t s, const char* what) {
   if (!ok(s)) {
     throw BackendError(std::string("cuda: ") + what + ": " +
-                       cudnnGetErrorString(s));
+                       api().cudnnGetErrorString(s));
   }
 }
 
@@ -68,12 +147,18 @@ DnnState& state(Context& ctx) {
     auto s = std::make_shared<DnnState>();
     // A machine with the headers but a broken or missing runtime library
     // (its engines are loaded lazily) keeps the im2col path.
-    if (ok(cudnnCreate(&s->handle))) {
-      s->usable = ok(cudnnSetStream(s->handle, ctx.stream));
+    const LoadedCudnn& lib = loaded_cudnn();
+    if (!lib.error.empty()) {
+      std::fprintf(stderr,
+                   "nascent: %s\nnascent: conv2d uses im2col + "
+                   "cuBLASLt\n",
+                   lib.error.c_str());
+    } else if (ok(api().cudnnCreate(&s->handle))) {
+      s->usable = ok(api().cudnnSetStream(s->handle, ctx.stream));
     } else {
       s->handle = nullptr;
       std::fprintf(stderr,
-                   "nascent: cuDNN could not be loaded; conv2d uses "
+                   "nascent: cuDNN could not be initialised; conv2d uses "
                    "im2col + cuBLASLt\n");
     }
     ctx.dnn = s;
@@ -113,7 +198,7 @@ bool pick(const std::vector<Perf>& perf, int count, bool tf32, Plan& p) {
          r.mathType == CUDNN_DEFAULT_MATH)) {
       p.algo = int(r.algo);
       p.workspace = r.memory;
-      return !tf32 || ok(cudnnSetConvolutionMathType(p.conv, r.mathType));
+      return !tf32 || ok(api().cudnnSetConvolutionMathType(p.conv, r.mathType));
     }
   }
   return false;
@@ -125,15 +210,15 @@ bool choose(cudnnHandle_t h, ConvOp op, bool tf32, Plan& p) {
     case ConvOp::conv2d: {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-      return ok(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv, p.y,
-                                                       int(perf.size()), &count,
-                                                       perf.data())) &&
+      return ok(api().cudnnGetConvolutionForwardAlgorithm_v7(
+                 h, p.x, p.w, p.conv, p.y, int(perf.size()), &count,
+                 perf.data())) &&
              pick(perf, count, tf32, p);
     }
     case ConvOp::conv2d_backward_input: {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-      return ok(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+      return ok(api().cudnnGetConvolutionBackwardDataAlgorithm_v7(
                  h, p.w, p.y, p.conv, p.x, int(perf.size()), &count,
                  perf.data())) &&
              pick(perf, count, tf32, p);
@@ -141,7 +226,7 @@ bool choose(cudnnHandle_t h, ConvOp op, bool tf32, Plan& p) {
     case ConvOp::conv2d_backward_weight: {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-      return ok(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      return ok(api().cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                  h, p.x, p.y, p.conv, p.w, int(perf.size()), &count,
                  perf.data())) &&
              pick(perf, count, tf32, p);
@@ -159,26 +244,26 @@ void make_plan(cudnnHandle_t h, ConvOp op, const ConvShape& s, bool tf32,
   if (s.n * s.c * s.h * s.w > INT_MAX || s.n * s.o * s.oh * s.ow > INT_MAX) {
     return;
   }
-  if (!ok(cudnnCreateTensorDescriptor(&p.x)) ||
-      !ok(cudnnCreateTensorDescriptor(&p.y)) ||
-      !ok(cudnnCreateFilterDescriptor(&p.w)) ||
-      !ok(cudnnCreateConvolutionDescriptor(&p.conv))) {
+  if (!ok(api().cudnnCreateTensorDescriptor(&p.x)) ||
+      !ok(api().cudnnCreateTensorDescriptor(&p.y)) ||
+      !ok(api().cudnnCreateFilterDescriptor(&p.w)) ||
+      !ok(api().cudnnCreateConvolutionDescriptor(&p.conv))) {
     return;
   }
   const cudnnDataType_t f = CUDNN_DATA_FLOAT;
-  if (!ok(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, f, int(s.n),
-                                     int(s.c), int(s.h), int(s.w))) ||
-      !ok(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, f, int(s.n),
-                                     int(s.o), int(s.oh), int(s.ow))) ||
-      !ok(cudnnSetFilter4dDescriptor(p.w, f, CUDNN_TENSOR_NCHW, int(s.o),
-                                     int(s.c / s.groups), int(s.kh),
-                                     int(s.kw))) ||
-      !ok(cudnnSetConvolution2dDescriptor(
+  if (!ok(api().cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, f, int(s.n),
+                                           int(s.c), int(s.h), int(s.w))) ||
+      !ok(api().cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, f, int(s.n),
+                                           int(s.o), int(s.oh), int(s.ow))) ||
+      !ok(api().cudnnSetFilter4dDescriptor(p.w, f, CUDNN_TENSOR_NCHW, int(s.o),
+                                           int(s.c / s.groups), int(s.kh),
+                                           int(s.kw))) ||
+      !ok(api().cudnnSetConvolution2dDescriptor(
           p.conv, int(s.ph), int(s.pw), int(s.sh), int(s.sw), int(s.dh),
           int(s.dw), CUDNN_CROSS_CORRELATION, f)) ||
-      !ok(cudnnSetConvolutionGroupCount(p.conv, int(s.groups))) ||
+      !ok(api().cudnnSetConvolutionGroupCount(p.conv, int(s.groups))) ||
       // TF32 tensor cores only when the backend allows them.
-      !ok(cudnnSetConvolutionMathType(
+      !ok(api().cudnnSetConvolutionMathType(
           p.conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH))) {
     return;
   }
@@ -222,21 +307,21 @@ bool dnn_conv2d(Backend& backend, Context& ctx, ConvOp op, const Tensor& a,
   const float one = 1.0f, zero = 0.0f;
   switch (op) {
     case ConvOp::conv2d:
-      check_dnn(cudnnConvolutionForward(st.handle, &one, p.x, byte_ptr(a), p.w,
-                                        byte_ptr(b), p.conv,
-                                        cudnnConvolutionFwdAlgo_t(p.algo), pws,
-                                        p.workspace, &zero, p.y, byte_ptr(out)),
+      check_dnn(api().cudnnConvolutionForward(
+                    st.handle, &one, p.x, byte_ptr(a), p.w, byte_ptr(b), p.conv,
+                    cudnnConvolutionFwdAlgo_t(p.algo), pws, p.workspace, &zero,
+                    p.y, byte_ptr(out)),
                 "cudnnConvolutionForward");
       break;
     case ConvOp::conv2d_backward_input:
-      check_dnn(cudnnConvolutionBackwardData(
+      check_dnn(api().cudnnConvolutionBackwardData(
                     st.handle, &one, p.w, byte_ptr(b), p.y, byte_ptr(a), p.conv,
                     cudnnConvolutionBwdDataAlgo_t(p.algo), pws, p.workspace,
                     &zero, p.x, byte_ptr(out)),
                 "cudnnConvolutionBackwardData");
       break;
     case ConvOp::conv2d_backward_weight:
-      check_dnn(cudnnConvolutionBackwardFilter(
+      check_dnn(api().cudnnConvolutionBackwardFilter(
                     st.handle, &one, p.x, byte_ptr(a), p.y, byte_ptr(b), p.conv,
                     cudnnConvolutionBwdFilterAlgo_t(p.algo), pws, p.workspace,
                     &zero, p.w, byte_ptr(out)),
@@ -246,11 +331,30 @@ bool dnn_conv2d(Backend& backend, Context& ctx, ConvOp op, const Tensor& a,
   return true;
 }
 
+std::vector<LibraryInfo> load_cudnn_library() {
+  const LoadedCudnn& lib = loaded_cudnn();
+  if (!lib.error.empty()) throw BackendError(lib.error);
+  LibraryInfo info;
+  info.soname = cudnn_soname();
+  info.path = lib.path;
+#define NASCENT_NAME(f) \
+  if (lib.table.f != nullptr) info.functions.push_back(#f);
+  NASCENT_CUDNN_ENTRY_POINTS(NASCENT_NAME)
+#undef NASCENT_NAME
+  info.version = lib.table.cudnnGetVersion();
+  info.header_version = CUDNN_VERSION;
+  return {info};
+}
+
 }  // namespace nascent::cuda
 
 #else
 
 namespace nascent::cuda {
+
+std::vector<LibraryInfo> load_cudnn_library() {
+  return {};
+}
 
 bool dnn_conv2d(Backend&, Context&, ConvOp, const Tensor&, const Tensor&,
                 const ConvShape&, Tensor&) {

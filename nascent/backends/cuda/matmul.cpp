@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "nascent/backends/cuda/gemm.h"
+#include "nascent/backends/cuda/libraries.h"
 
 namespace nascent::cuda {
 
@@ -42,20 +43,21 @@ struct Layout {
   cublasLtMatrixLayout_t h = nullptr;
   Layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld,
          int64_t batch, int64_t bs) {
-    check(cublasLtMatrixLayoutCreate(&h, t, uint64_t(rows), uint64_t(cols), ld),
+    check(cublaslt().cublasLtMatrixLayoutCreate(&h, t, uint64_t(rows),
+                                                uint64_t(cols), ld),
           "cublasLtMatrixLayoutCreate");
     if (batch > 1) {
       int32_t count = int32_t(batch);
-      check(cublasLtMatrixLayoutSetAttribute(
+      check(cublaslt().cublasLtMatrixLayoutSetAttribute(
                 h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
             "cublasLtMatrixLayoutSetAttribute");
       check(
-          cublasLtMatrixLayoutSetAttribute(
+          cublaslt().cublasLtMatrixLayoutSetAttribute(
               h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &bs, sizeof(bs)),
           "cublasLtMatrixLayoutSetAttribute");
     }
   }
-  ~Layout() { cublasLtMatrixLayoutDestroy(h); }
+  ~Layout() { cublaslt().cublasLtMatrixLayoutDestroy(h); }
   Layout(const Layout&) = delete;
   Layout& operator=(const Layout&) = delete;
 };
@@ -99,17 +101,17 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
   Layout lc(t, n, m, ldc, batch, c_bs);
 
   cublasLtMatmulDesc_t desc = nullptr;
-  check(cublasLtMatmulDescCreate(&desc, compute, scale),
+  check(cublaslt().cublasLtMatmulDescCreate(&desc, compute, scale),
         "cublasLtMatmulDescCreate");
   struct DescGuard {
     cublasLtMatmulDesc_t d;
-    ~DescGuard() { cublasLtMatmulDescDestroy(d); }
+    ~DescGuard() { cublaslt().cublasLtMatmulDescDestroy(d); }
   } desc_guard{desc};
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a,
-                                       sizeof(op_a)),
+  check(cublaslt().cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
         "cublasLtMatmulDescSetAttribute");
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b,
-                                       sizeof(op_b)),
+  check(cublaslt().cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
         "cublasLtMatmulDescSetAttribute");
 
   const uint32_t align_a = alignment(b.ptr), align_b = alignment(a.ptr),
@@ -144,14 +146,14 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
   }
   if (!cached) {
     cublasLtMatmulPreference_t pref = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&pref),
+    check(cublaslt().cublasLtMatmulPreferenceCreate(&pref),
           "cublasLtMatmulPreferenceCreate");
     struct PrefGuard {
       cublasLtMatmulPreference_t p;
-      ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
+      ~PrefGuard() { cublaslt().cublasLtMatmulPreferenceDestroy(p); }
     } pref_guard{pref};
     const uint64_t ws = ctx.workspace_bytes;
-    check(cublasLtMatmulPreferenceSetAttribute(
+    check(cublaslt().cublasLtMatmulPreferenceSetAttribute(
               pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
           "cublasLtMatmulPreferenceSetAttribute");
     for (auto [attr, value] :
@@ -159,14 +161,14 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}}) {
-      check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value,
-                                                 sizeof(value)),
+      check(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, attr, &value,
+                                                            sizeof(value)),
             "cublasLtMatmulPreferenceSetAttribute");
     }
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(ctx.lt, desc, la.h, lb.h, lc.h, lc.h,
-                                         pref, 1, &result, &found),
+    check(cublaslt().cublasLtMatmulAlgoGetHeuristic(
+              ctx.lt, desc, la.h, lb.h, lc.h, lc.h, pref, 1, &result, &found),
           "cublasLtMatmulAlgoGetHeuristic");
     if (found == 0) {
       throw BackendError(fmt::format(
@@ -182,9 +184,9 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
   const double one_d = 1.0;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta_f;
-  check(cublasLtMatmul(ctx.lt, desc, alpha, b.ptr, la.h, a.ptr, lb.h, beta_p, c,
-                       lc.h, c, lc.h, &algo, ctx.workspace, ctx.workspace_bytes,
-                       ctx.stream),
+  check(cublaslt().cublasLtMatmul(
+            ctx.lt, desc, alpha, b.ptr, la.h, a.ptr, lb.h, beta_p, c, lc.h, c,
+            lc.h, &algo, ctx.workspace, ctx.workspace_bytes, ctx.stream),
         "cublasLtMatmul");
 }
 
