@@ -20,7 +20,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="${OUT:-$PWD/cuda-run}"
 mkdir -p "$out"
 
-# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry.
+# cuBLASLt: the toolkit's, or the one PyTorch's wheels carry. The backend
+# opens it (and cuDNN) with dlopen on first use (libraries.h), searching
+# LD_LIBRARY_PATH first, so ldd below no longer lists them.
 lt="$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /opt /usr/lib \
   -name 'libcublasLt.so.13*' 2>/dev/null | head -1)"
 # cuDNN (conv2d, when the build had it): the toolkit's, or PyTorch's wheel's.
