@@ -67,10 +67,12 @@ if(NASCENT_HAVE_CUDA)
   target_link_libraries(nascent_cuda PUBLIC nascent_core CUDA::cudart_static
                                             ${CMAKE_DL_LIBS})
   set(NASCENT_CUDA_LIBRARY_DIRS ${CUDAToolkit_LIBRARY_DIR})
-  get_target_property(_lt CUDA::cublasLt IMPORTED_LOCATION)
-  if(_lt)
-    get_filename_component(_lt_dir "${_lt}" DIRECTORY)
-    list(APPEND NASCENT_CUDA_LIBRARY_DIRS ${_lt_dir})
+  if(TARGET CUDA::cublasLt)
+    get_target_property(_lt CUDA::cublasLt IMPORTED_LOCATION)
+    if(_lt)
+      get_filename_component(_lt_dir "${_lt}" DIRECTORY)
+      list(APPEND NASCENT_CUDA_LIBRARY_DIRS ${_lt_dir})
+    endif()
   endif()
   set(NASCENT_CUDA_FLAGS
       -gencode=arch=compute_90a,code=sm_90a
