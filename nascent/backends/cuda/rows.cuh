@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "nascent/backends/cuda/device.cuh"
 
@@ -85,6 +86,80 @@ NASCENT_D void load_row(Vec<T, V> (&v)[kItems], const T* x, int64_t row,
     const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
     if (j < nvec) v[it] = xr[j];
   }
+}
+
+// --- f16 and bf16 rows: two elements a 32-bit word -------------------------
+
+// The 32-bit words of a vector of 8 halves.
+template <class T>
+NASCENT_D uint32_t word(const Vec<T, 8>& v, int k) {
+  uint32_t w;
+  memcpy(&w, &v.v[2 * k], 4);
+  return w;
+}
+// The low and high element of a word, in float.
+template <class T>
+NASCENT_D float word_lo(uint32_t w) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return __uint_as_float(w << 16);
+  } else {
+    return __half2float(__ushort_as_half(uint16_t(w & 0xffffu)));
+  }
+}
+template <class T>
+NASCENT_D float word_hi(uint32_t w) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return __uint_as_float(w & 0xffff0000u);
+  } else {
+    return __half2float(__ushort_as_half(uint16_t(w >> 16)));
+  }
+}
+// Two floats to a word. bf16: rounded to nearest even by one instruction
+// (cvt.rn.bf16x2.f32), the bits of to_bf16 for every value the GPU's
+// arithmetic makes (its NaN is 0x7fffffff, which both turn into 0x7fff).
+// f16: to_f16, whose NaN (0x7e00) the instruction would not give.
+template <class T>
+NASCENT_D uint32_t pack_word(float lo, float hi) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    uint32_t w;
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    memcpy(&w, &h, 4);
+    return w;
+  } else {
+    return uint32_t(to_f16(lo).bits) | (uint32_t(to_f16(hi).bits) << 16);
+  }
+}
+template <class T>
+NASCENT_D void set_word(Vec<T, 8>& v, int k, uint32_t w) {
+  memcpy(&v.v[2 * k], &w, 4);
+}
+// The larger of two pairs, element-wise; NaN wins (any NaN: the kernels
+// only use this to find whether the row has one).
+template <class T>
+NASCENT_D uint32_t max_word(uint32_t a, uint32_t b) {
+  uint32_t w;
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    __nv_bfloat162 x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    const __nv_bfloat162 m = __hmax2_nan(x, y);
+    memcpy(&w, &m, 4);
+  } else {
+    __half2 x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    const __half2 m = __hmax2_nan(x, y);
+    memcpy(&w, &m, 4);
+  }
+  return w;
+}
+
+// 2^x by the special-function unit, flushing subnormal results to 0: far
+// inside an f16 or bf16 result's rounding.
+NASCENT_D float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // Rows of up to 4 vectors a thread run in blocks of at most this many.
