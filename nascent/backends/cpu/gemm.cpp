@@ -210,8 +210,8 @@ bool gemm_column_groups_f32(const GemmArgs& g, const float* a, const float* b,
           if (packed_call != call || packed_group != q) {
             packed_call = 0;  // Not valid if packing throws.
             for (size_t kb = 0; kb < kblocks; ++kb) {
-              gemm_pack_b_f32(sub, p, kb * p.kc, 0, j1 - j0, b + j0 * g.csb,
-                              bp + kb * p.block_b);
+              gemm_pack_b_f32(sub, p, kb * p.kc, 0, j1 - j0,
+                              b + int64_t(j0) * g.csb, bp + kb * p.block_b);
             }
             packed_call = call;
             packed_group = q;
