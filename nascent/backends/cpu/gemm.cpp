@@ -1,6 +1,10 @@
 // GEMM entry points: m == 1 or n == 1 goes to the matrix-vector kernels
 // (gemv_kernel.cpp), split over the output. Otherwise, on several threads:
-// - f32 with B small enough (packed, at most kSharedBBytes, and n <= NC):
+// - f32 below kFineMacs with at least kGroupPanels panels of columns per
+//   thread: one group of columns per thread, each thread packing its
+//   group's B privately, the groups cut into row pieces that a thread
+//   whose own group is done takes from the others.
+// - other f32 with B small enough (packed, at most kSharedBBytes, and n <= NC):
 //   all threads pack B together, then compute blocks of rows of C, each
 //   packing its own rows of A, all in one pool job. Nothing is packed
 //   twice, and the row blocks, more than the threads, balance a thread
@@ -16,6 +20,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "nascent/backends/cpu/gemm.h"
 #include "nascent/backends/cpu/gemm_kernel.h"
@@ -138,6 +143,89 @@ void gemm_parallel(const GemmArgs& g, const S* a, const S* b, T* c,
   });
 }
 
+// Columns per group at least: a narrower group would pack A (whole, once
+// per group) for little arithmetic.
+constexpr size_t kGroupPanels = 4;
+
+// Calls counted so that a thread knows whether the B group in its buffer
+// was packed for the current call.
+std::atomic<uint64_t> g_calls{0};
+
+// The f32 path for products below kFineMacs (see the top of the file);
+// false when it does not apply. C is cut into one column group per thread,
+// each split into row pieces. A thread packs its group's B into its own
+// buffer and works through the group's pieces, then takes pieces left in
+// the others' groups (packing their B too). Nothing is shared while it is
+// written: B packed by one core and read by the other cost a third of
+// the time of 256^3 on 2 threads (each packed line fetched back from the
+// writer's cache), and waiting for all of B to be packed was a barrier
+// that a late thread held up.
+bool gemm_column_groups_f32(const GemmArgs& g, const float* a, const float* b,
+                            float* c) {
+  const int threads = num_threads();
+  const double macs = double(g.m) * double(g.n) * double(g.k);
+  if (threads <= 1 || macs < kParallelMacs || macs >= kFineMacs || g.k == 0) {
+    return false;
+  }
+  const GemmPlan whole = gemm_plan_f32(g);
+  const size_t m = size_t(g.m), n = size_t(g.n);
+  const size_t panels = (n + whole.nr - 1) / whole.nr;
+  const size_t groups = size_t(threads);
+  if (panels < groups * kGroupPanels || m < 4 * whole.mr) return false;
+  // The widest group must fit one packed block of B (gemm_rows_f32), of at
+  // most kSharedBBytes.
+  GemmArgs widest = g;
+  widest.n = int64_t((panels + groups - 1) / groups * whole.nr);
+  const GemmPlan wp = gemm_plan_f32(widest);
+  const size_t wblocks = (size_t(g.k) + wp.kc - 1) / wp.kc;
+  if (size_t(widest.n) > wp.nc ||
+      wblocks * wp.block_b * sizeof(float) > kSharedBBytes) {
+    return false;
+  }
+  // Pieces of about 8 register rows or more, 4 per group at most: enough
+  // for a late thread to find work left, few enough that packing and
+  // starting a piece stay small.
+  const size_t tiles = (m + whole.mr - 1) / whole.mr;
+  const size_t pieces = std::min<size_t>(4, std::max<size_t>(1, tiles / 8));
+  std::vector<std::atomic<size_t>> next(groups);
+  for (auto& x : next) x.store(0);
+  const uint64_t call = g_calls.fetch_add(1) + 1;
+  parallel_tasks(int(groups), [&](int task) {
+    // The call and group whose B this thread's buffer holds.
+    thread_local uint64_t packed_call = 0;
+    thread_local size_t packed_group = 0;
+    for (size_t s = 0; s < groups; ++s) {
+      const size_t q = (size_t(task) + s) % groups;
+      const size_t j0 = panels * q / groups * whole.nr;
+      const size_t j1 = std::min(n, panels * (q + 1) / groups * whole.nr);
+      GemmArgs sub = g;
+      sub.n = int64_t(j1 - j0);
+      const GemmPlan p = gemm_plan_f32(sub);
+      const size_t kblocks = (size_t(g.k) + p.kc - 1) / p.kc;
+      float* bp = nullptr;
+      for (size_t r; (r = next[q].fetch_add(1)) < pieces;) {
+        if (bp == nullptr) {
+          bp = static_cast<float*>(gemm_scratch(
+              GemmBuffer::packed_b, kblocks * p.block_b * sizeof(float)));
+          if (packed_call != call || packed_group != q) {
+            packed_call = 0;  // Not valid if packing throws.
+            for (size_t kb = 0; kb < kblocks; ++kb) {
+              gemm_pack_b_f32(sub, p, kb * p.kc, 0, j1 - j0,
+                              b + int64_t(j0) * g.csb, bp + kb * p.block_b);
+            }
+            packed_call = call;
+            packed_group = q;
+          }
+        }
+        const size_t i0 = std::min(m, tiles * r / pieces * p.mr);
+        const size_t i1 = std::min(m, tiles * (r + 1) / pieces * p.mr);
+        if (i0 < i1) gemm_rows_f32(sub, p, i0, i1, a, bp, c + j0);
+      }
+    }
+  });
+  return true;
+}
+
 // The f32 path with B packed once (see the top of the file); false when it
 // does not apply.
 bool gemm_shared_b_f32(const GemmArgs& g, const float* a, const float* b,
@@ -213,7 +301,10 @@ void* gemm_scratch(GemmBuffer which, size_t bytes) {
 }
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c) {
-  if (g.m > 1 && g.n > 1 && gemm_shared_b_f32(g, a, b, c)) return;
+  if (g.m > 1 && g.n > 1 &&
+      (gemm_column_groups_f32(g, a, b, c) || gemm_shared_b_f32(g, a, b, c))) {
+    return;
+  }
   gemm_parallel(g, a, b, c, gemm_tile_f32(), gemm_serial_f32, gemv_f32);
 }
 

@@ -206,6 +206,23 @@ TEST_P(GemmThreads, SharedPackedB) {
   check_f32(193, 161, 100, Form::reversed, Form::padded, false, 26);
 }
 
+// On several threads, f32 products below 512^3 multiply-adds with at least
+// 4 panels of columns per thread give each thread a group of columns (its
+// own packed B) cut into row pieces: every operand form, the fewest rows
+// and columns that take that path (one row piece per group), groups of
+// unequal width with a partial last panel, and k over three KC blocks.
+TEST_P(GemmThreads, ColumnGroups) {
+  for (Form fa : kForms) {
+    for (Form fb : kForms) {
+      check_f32(100, 150, 300, fa, fb, fa == Form::reversed, 50);
+    }
+  }
+  check_f32(24, 192, 64, Form::row_major, Form::row_major, false, 51);
+  check_f32(24, 192, 64, Form::col_major, Form::col_major, true, 52);
+  check_f32(250, 490, 520, Form::row_major, Form::row_major, true, 53);
+  check_f32(131, 209, 700, Form::padded, Form::reversed, false, 54);
+}
+
 // x @ W^T with few rows of x (rows of A and columns of B contiguous) is a
 // grid of 4 x 3 dot products on one thread: row and column counts around
 // that tile, k with and without a tail past the SIMD width, accumulate, and
