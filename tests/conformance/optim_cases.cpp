@@ -53,6 +53,17 @@ std::vector<OptimParams> sgd_variants() {
   nesterov.nesterov = true;
   nesterov.weight_decay = 0.1;
   out.push_back(nesterov);
+  // Each flag alone, so a backend that ties two of them together fails.
+  OptimParams decay = plain;
+  decay.weight_decay = 0.05;
+  out.push_back(decay);
+  OptimParams bare_momentum = plain;
+  bare_momentum.momentum = 0.7;
+  out.push_back(bare_momentum);
+  OptimParams nesterov_first = bare_momentum;
+  nesterov_first.nesterov = true;
+  nesterov_first.first_step = true;
+  out.push_back(nesterov_first);
   return out;
 }
 
@@ -80,9 +91,9 @@ CONFORMANCE_CASE(sgd_update, "momentum, dampening, Nesterov, weight decay") {
             w[i] -= p.lr * gi;
           }
           sgd_update(param, grad, momentum ? &buf : nullptr, p);
-          std::string label =
-              fmt::format("{} n {} momentum {} first {}", name(dt), n,
-                          p.momentum, p.first_step);
+          std::string label = fmt::format(
+              "{} n {} decay {} momentum {} first {} Nesterov {}", name(dt), n,
+              p.weight_decay, p.momentum, p.first_step, p.nesterov);
           expect_near(param, w, dt, label + " param");
           if (momentum) expect_near(buf, b, dt, label + " buffer");
         }
@@ -91,48 +102,53 @@ CONFORMANCE_CASE(sgd_update, "momentum, dampening, Nesterov, weight decay") {
   }
 }
 
-CONFORMANCE_CASE(adam_update, "Adam and AdamW, bias correction") {
+CONFORMANCE_CASE(adam_update,
+                 "Adam and AdamW, with and without decay, bias correction") {
   uint64_t seed = 100;
   for (DType dt : kDTypes) {
     for (int64_t n : kSizes) {
-      for (bool decoupled : {false, true}) {
-        for (int64_t step : {int64_t(1), int64_t(7)}) {
-          OptimParams p;
-          p.lr = 0.01;
-          p.beta1 = 0.8;
-          p.beta2 = 0.99;
-          p.eps = 1e-6;
-          p.weight_decay = 0.05;
-          p.decoupled = decoupled;
-          p.step = step;
-          Tensor param = random_tensor({n}, dt, backend, seed++);
-          Tensor grad = random_tensor({n}, dt, backend, seed++, Layout::sliced);
-          Tensor m = random_tensor({n}, dt, backend, seed++);
-          Tensor v = random_tensor({n}, dt, backend, seed++, Layout::contiguous,
-                                   0.0, 2.0);
-          std::vector<double> w = param.to_vector<double>(),
-                              g = grad.to_vector<double>(),
-                              mh = m.to_vector<double>(),
-                              vh = v.to_vector<double>();
-          const double bias1 = 1 - std::pow(p.beta1, double(step));
-          const double root2 = std::sqrt(1 - std::pow(p.beta2, double(step)));
-          for (size_t i = 0; i < w.size(); ++i) {
-            double gi = g[i];
-            if (decoupled) {
-              w[i] *= 1 - p.lr * p.weight_decay;
-            } else {
-              gi += p.weight_decay * w[i];
+      for (double decay : {0.0, 0.05}) {
+        for (bool decoupled : {false, true}) {
+          for (int64_t step : {int64_t(1), int64_t(7)}) {
+            OptimParams p;
+            p.lr = 0.01;
+            p.beta1 = 0.8;
+            p.beta2 = 0.99;
+            p.eps = 1e-6;
+            p.weight_decay = decay;
+            p.decoupled = decoupled;
+            p.step = step;
+            Tensor param = random_tensor({n}, dt, backend, seed++);
+            Tensor grad =
+                random_tensor({n}, dt, backend, seed++, Layout::sliced);
+            Tensor m = random_tensor({n}, dt, backend, seed++);
+            Tensor v = random_tensor({n}, dt, backend, seed++,
+                                     Layout::contiguous, 0.0, 2.0);
+            std::vector<double> w = param.to_vector<double>(),
+                                g = grad.to_vector<double>(),
+                                mh = m.to_vector<double>(),
+                                vh = v.to_vector<double>();
+            const double bias1 = 1 - std::pow(p.beta1, double(step));
+            const double root2 = std::sqrt(1 - std::pow(p.beta2, double(step)));
+            for (size_t i = 0; i < w.size(); ++i) {
+              double gi = g[i];
+              if (decoupled) {
+                w[i] *= 1 - p.lr * p.weight_decay;
+              } else {
+                gi += p.weight_decay * w[i];
+              }
+              mh[i] = p.beta1 * mh[i] + (1 - p.beta1) * gi;
+              vh[i] = p.beta2 * vh[i] + (1 - p.beta2) * gi * gi;
+              w[i] -= p.lr / bias1 * mh[i] / (std::sqrt(vh[i]) / root2 + p.eps);
             }
-            mh[i] = p.beta1 * mh[i] + (1 - p.beta1) * gi;
-            vh[i] = p.beta2 * vh[i] + (1 - p.beta2) * gi * gi;
-            w[i] -= p.lr / bias1 * mh[i] / (std::sqrt(vh[i]) / root2 + p.eps);
+            adam_update(param, grad, m, v, p);
+            std::string label =
+                fmt::format("{} n {} decay {} decoupled {} step {}", name(dt),
+                            n, decay, decoupled, step);
+            expect_near(param, w, dt, label + " param");
+            expect_near(m, mh, dt, label + " exp_avg");
+            expect_near(v, vh, dt, label + " exp_avg_sq");
           }
-          adam_update(param, grad, m, v, p);
-          std::string label = fmt::format("{} n {} decoupled {} step {}",
-                                          name(dt), n, decoupled, step);
-          expect_near(param, w, dt, label + " param");
-          expect_near(m, mh, dt, label + " exp_avg");
-          expect_near(v, vh, dt, label + " exp_avg_sq");
         }
       }
     }

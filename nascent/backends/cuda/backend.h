@@ -14,7 +14,7 @@
 // driver, and running out of memory raises nascent::OutOfMemory after one
 // trim-and-retry. One file per op family: copy.cu, random.cu, unary.cu,
 // binary.cu, reduce.cu, scan.cu, softmax.cu, norm.cu, index.cu, pool.cu,
-// conv.cu, matmul.cpp, quant.cu.
+// conv.cu, matmul.cpp, quant.cu, optim.cu.
 //
 // This header holds no CUDA types, so host code that only uses the backend
 // compiles with any C++ compiler.
@@ -90,6 +90,8 @@ class Backend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
              Tensor& out) override;
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
 
  private:
   std::shared_ptr<Context> ctx_;

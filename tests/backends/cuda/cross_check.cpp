@@ -266,4 +266,27 @@ void CrossCheckBackend::quant(QuantOp op, QuantType type, const Tensor& w,
   compare(nascent::name(op), out, co, Tolerance::sums);
 }
 
+void CrossCheckBackend::optim(OptimOp op, const OptimParams& p, Tensor& param,
+                              const Tensor& grad, Tensor* state0,
+                              Tensor* state1) {
+  const bool half = param.dtype() == DType::f16 || param.dtype() == DType::bf16;
+  auto host = [&](const Tensor& t) {
+    Tensor c = shadow(t);
+    return (half ? c.cast(DType::f32) : c).contiguous();
+  };
+  Tensor cp = host(param), cg = host(grad);
+  Tensor c0 = state0 != nullptr ? host(*state0) : Tensor();
+  Tensor c1 = state1 != nullptr ? host(*state1) : Tensor();
+  gpu_.optim(op, p, param, grad, state0, state1);
+  cpu_.optim(op, p, cp, cg, state0 != nullptr ? &c0 : nullptr,
+             state1 != nullptr ? &c1 : nullptr);
+  compare(nascent::name(op), param, cp, Tolerance::elementwise);
+  if (state0 != nullptr) {
+    compare(nascent::name(op), *state0, c0, Tolerance::elementwise);
+  }
+  if (state1 != nullptr) {
+    compare(nascent::name(op), *state1, c1, Tolerance::elementwise);
+  }
+}
+
 }  // namespace nascent::cuda::testing

@@ -68,6 +68,11 @@ class CrossCheckBackend final : public nascent::Backend {
   // rounds x to 8 bits, the GPU's does not).
   void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
              Tensor& out) override;
+  // The GPU's fused update against the CPU's: f16 and bf16 against the CPU's
+  // f32 update of the same values (the GPU computes them in float and rounds
+  // once; the CPU's own half update rounds after every composed op).
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
 
  private:
   // How closely the GPU must follow the CPU: bit for bit (selections,
