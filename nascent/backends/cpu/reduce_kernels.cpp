@@ -137,6 +137,94 @@ void extreme_runs4(const T* const* x, int64_t n, Compute<T>* out) {
   out[3] = extreme_finish<kMax>(d, a3, b3, a3, b3, n3, x[3], i, n);
 }
 
+// One stream of arg_runs4: the extreme of the step's four vectors into the
+// running extreme m, and into s the step number where a lane rose.
+template <bool kMax, class D, class DI, class V, class VI, class M, class T>
+HWY_INLINE void arg_step(D d, DI di, V& m, VI& s, M& nan, VI step, const T* p) {
+  const int64_t N = int64_t(hn::Lanes(d));
+  const auto v0 = load(d, p), v1 = load(d, p + N);
+  const auto v2 = load(d, p + 2 * N), v3 = load(d, p + 3 * N);
+  nan = hn::Or(nan, hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)),
+                           hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
+  const auto c = extreme<kMax>(extreme<kMax>(v0, v1), extreme<kMax>(v2, v3));
+  const auto rose = kMax ? hn::Gt(c, m) : hn::Lt(c, m);
+  m = hn::IfThenElse(rose, c, m);
+  s = hn::IfThenElse(hn::RebindMask(di, rose), step, s);
+}
+
+// The index arg_runs4 gives one run from its stream's state after the
+// whole steps (i elements): the least step where a lane holding the
+// extreme rose is the first step holding it, and a scan of that step finds
+// the index; the elements past i are compared one by one.
+template <bool kMax, class D, class DI, class V, class VI, class T>
+HWY_INLINE int64_t arg_finish(D d, DI di, V m, VI s, const T* x, int64_t i,
+                              int64_t n) {
+  using C = Compute<T>;
+  using I = hn::TFromD<DI>;
+  const int64_t N = int64_t(hn::Lanes(d));
+  HWY_ALIGN C lanes[HWY_MAX_BYTES / sizeof(C)];
+  HWY_ALIGN I steps[HWY_MAX_BYTES / sizeof(C)];
+  hn::Store(m, d, lanes);
+  hn::Store(s, di, steps);
+  int64_t best = -1;
+  C best_v = 0;
+  if (i > 0) {
+    C e = lanes[0];
+    for (int64_t k = 1; k < N; ++k) {
+      if (kMax ? lanes[k] > e : lanes[k] < e) e = lanes[k];
+    }
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (int64_t k = 0; k < N; ++k) {
+      if (lanes[k] == e) first = std::min(first, int64_t(steps[k]));
+    }
+    const int64_t at = first * 4 * N;
+    best = at + find_run(x + at, 4 * N, e);
+    best_v = e;
+  }
+  for (int64_t j = i; j < n; ++j) {
+    const C v = to_compute(x[j]);
+    if (v != v) return j;  // The whole steps held no NaN.
+    if (best < 0 || (kMax ? v > best_v : v < best_v)) {
+      best = j;
+      best_v = v;
+    }
+  }
+  return best;
+}
+
+// Index of the first extreme (or first NaN) of four runs of n elements,
+// read in one pass as four streams (see sum_runs4), instead of a pass for
+// the extreme and a second one to find it. NaN in any run (rare) falls
+// back to those two passes for the four.
+template <bool kMax, class T>
+void arg_runs4(const T* const* x, int64_t n, int64_t* out) {
+  using C = Compute<T>;
+  const hn::ScalableTag<C> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const int64_t N = int64_t(hn::Lanes(d));
+  constexpr SimdReduce K = kMax ? SimdReduce::max : SimdReduce::min;
+  auto m0 = hn::Set(d, identity<K, C>()), m1 = m0, m2 = m0, m3 = m0;
+  auto s0 = hn::Zero(di), s1 = s0, s2 = s0, s3 = s0, step = s0;
+  auto nan = hn::IsNaN(m0);
+  const auto one = hn::Set(di, 1);
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    arg_step<kMax>(d, di, m0, s0, nan, step, x[0] + i);
+    arg_step<kMax>(d, di, m1, s1, nan, step, x[1] + i);
+    arg_step<kMax>(d, di, m2, s2, nan, step, x[2] + i);
+    arg_step<kMax>(d, di, m3, s3, nan, step, x[3] + i);
+    step = hn::Add(step, one);
+  }
+  if (!hn::AllFalse(d, nan)) {
+    for (int k = 0; k < 4; ++k) out[k] = arg_run<kMax>(x[k], n);
+    return;
+  }
+  out[0] = arg_finish<kMax>(d, di, m0, s0, x[0], i, n);
+  out[1] = arg_finish<kMax>(d, di, m1, s1, x[1], i, n);
+  out[2] = arg_finish<kMax>(d, di, m2, s2, x[2], i, n);
+  out[3] = arg_finish<kMax>(d, di, m3, s3, x[3], i, n);
+}
+
 // Rows walked as four streams: stream k takes rows [k * g, (k + 1) * g) of
 // a group of 4g, with g rows spanning about kStreamGap elements, so the
 // streams lie far enough apart to be fetched independently. fn(ptrs, rows)
@@ -380,19 +468,17 @@ void arg_rows_t(bool is_max, const T* x, int64_t rows, int64_t row_stride,
                 int64_t n, int64_t* idx, int64_t idx_stride) {
   int64_t done = 0;
   if constexpr (kSimd<T>) {
-    // The extremes of four rows as four streams, then each row's find pass
-    // while the four rows are still in cache.
+    // Four rows at a time as four streams, in one pass.
     done = for_rows4(x, rows, row_stride, n,
                      [&](const T* const* p, const int64_t* r) {
-                       Compute<T> m[4];
+                       int64_t a[4];
                        if (is_max) {
-                         extreme_runs4<true>(p, n, m);
+                         arg_runs4<true>(p, n, a);
                        } else {
-                         extreme_runs4<false>(p, n, m);
+                         arg_runs4<false>(p, n, a);
                        }
-                       for (int k = 0; k < 4; ++k) {
-                         idx[r[k] * idx_stride] = find_run(p[k], n, m[k]);
-                       }
+                       for (int k = 0; k < 4; ++k)
+                         idx[r[k] * idx_stride] = a[k];
                      });
   }
   for (int64_t r = done; r < rows; ++r) {
