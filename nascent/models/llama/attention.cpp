@@ -11,6 +11,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm_xwt.h"
 #include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/models/llama/model_impl.h"
@@ -72,17 +73,12 @@ Tensor CpuModel::attention(const Tensor& q, int64_t layer, int64_t pos0,
       const float* k = kp + (h / group) * head_stride;
       const float* v = vp + (h / group) * head_stride;
       if (scores.size() < size_t(rows * len)) scores.resize(size_t(rows * len));
-      // scores = q[i0:i0 + rows, head h] @ K[0:len]^T.
-      cpu::GemmArgs g;
-      g.m = rows;
-      g.n = len;
-      g.k = hd;
-      g.rsa = width;
-      g.csa = 1;
-      g.rsb = 1;
-      g.csb = hd;
-      g.ldc = len;
-      cpu::gemm_f32(g, qp + i0 * width + h * hd, k, scores.data());
+      // scores = q[i0:i0 + rows, head h] @ K[0:len]^T: x @ W^T with the
+      // keys as W (gemm_xwt packs them into panels; as a GEMM with a
+      // transposed B, 64-deep dot products wasted half their time on
+      // horizontal sums).
+      cpu::gemm_xwt(DType::f32, qp + i0 * width + h * hd, width, k, hd,
+                    scores.data(), len, rows, len, hd);
       softmax_rows(scores.data(), rows, len, pos0 + i0, scale);
       // out[i0:i0 + rows, head h] = probabilities @ V[0:len].
       cpu::GemmArgs o;
