@@ -6,15 +6,13 @@
 // once, whatever the number of x rows (quant_simd-inl.h's tiles), which is
 // what generation (one x row, W far larger than the caches) needs.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/balanced.h"
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm_xwt.h"
 #include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/quant_kernels.h"
-#include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {
@@ -77,40 +75,15 @@ QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
   return QuantizedRows{m, k, block, q, d, sums, sums32, q8, sums16};
 }
 
-// Float weights with many x rows: panels of weight rows widened to f32 and
-// handed to the packed f32 GEMM (which threads itself).
+// Float weights with many x rows: the f32 GEMM micro-kernel, W widened
+// while it is packed (gemm_xwt.cpp, which threads itself).
 void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
                 const float* x, int64_t m, int64_t k, float* y) {
-  constexpr int64_t kPanel = 256;
   const DType dtype = type == QuantType::f16    ? DType::f16
                       : type == QuantType::bf16 ? DType::bf16
                                                 : DType::f32;
-  std::vector<float> panel(size_t(std::min(n, kPanel) * k));
-  for (int64_t p0 = 0; p0 < n; p0 += kPanel) {
-    const int64_t rows = std::min(kPanel, n - p0);
-    float* dst = panel.data();
-    parallel_for(rows, 16, [=](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* src = w + (p0 + r) * ws;
-        if (dtype == DType::f32) {
-          std::memcpy(dst + r * k, src, size_t(k) * 4);
-        } else {
-          simd::convert(dtype, DType::f32, src, dst + r * k, k);
-        }
-      }
-    });
-    // y[:, p0:p0 + rows] = x @ panel^T.
-    GemmArgs g;
-    g.m = m;
-    g.n = rows;
-    g.k = k;
-    g.rsa = k;
-    g.csa = 1;
-    g.rsb = 1;
-    g.csb = k;
-    g.ldc = n;
-    gemm_f32(g, x, panel.data(), y + p0);
-  }
+  const int64_t ldw = ws / int64_t(size_of(dtype));
+  gemm_xwt(dtype, x, k, w, ldw, y, n, m, n, k);
 }
 
 // y [m, n] = x [m, k] @ W^T, W = n rows of `type` at w (row stride ws).

@@ -11,6 +11,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm_xwt.h"
 #include "nascent/backends/cpu/simd.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/models/llama/model_impl.h"
@@ -22,6 +23,8 @@ namespace {
 // Query rows per task: enough for the GEMM micro-kernel, few enough that a
 // 512-token batch still makes n_head * 8 tasks.
 constexpr int64_t kTokens = 64;
+// Query rows from which the scores go through gemm_xwt.
+constexpr int64_t kPackedRows = 8;
 
 // Row r of scores [rows, len] (query at position first + r) becomes the
 // softmax of its visible keys [0, first + r] times `scale`; the keys after
@@ -72,17 +75,26 @@ Tensor CpuModel::attention(const Tensor& q, int64_t layer, int64_t pos0,
       const float* k = kp + (h / group) * head_stride;
       const float* v = vp + (h / group) * head_stride;
       if (scores.size() < size_t(rows * len)) scores.resize(size_t(rows * len));
-      // scores = q[i0:i0 + rows, head h] @ K[0:len]^T.
-      cpu::GemmArgs g;
-      g.m = rows;
-      g.n = len;
-      g.k = hd;
-      g.rsa = width;
-      g.csa = 1;
-      g.rsb = 1;
-      g.csb = hd;
-      g.ldc = len;
-      cpu::gemm_f32(g, qp + i0 * width + h * hd, k, scores.data());
+      // scores = q[i0:i0 + rows, head h] @ K[0:len]^T. For a prompt's
+      // block, x @ W^T with the keys as W (gemm_xwt packs them into
+      // panels; as a GEMM with a transposed B, 64-deep dot products spent
+      // half their time on horizontal sums); for a few rows (generation)
+      // the GEMM's mat-vec path, which packs nothing.
+      if (rows >= kPackedRows) {
+        cpu::gemm_xwt(DType::f32, qp + i0 * width + h * hd, width, k, hd,
+                      scores.data(), len, rows, len, hd);
+      } else {
+        cpu::GemmArgs g;
+        g.m = rows;
+        g.n = len;
+        g.k = hd;
+        g.rsa = width;
+        g.csa = 1;
+        g.rsb = 1;
+        g.csb = hd;
+        g.ldc = len;
+        cpu::gemm_f32(g, qp + i0 * width + h * hd, k, scores.data());
+      }
       softmax_rows(scores.data(), rows, len, pos0 + i0, scale);
       // out[i0:i0 + rows, head h] = probabilities @ V[0:len].
       cpu::GemmArgs o;

@@ -29,6 +29,16 @@ constexpr int64_t kMaxBatch = 512;
 // block, so a 512-token batch decodes the FFN weights 4 times).
 constexpr int64_t kFfnRows = 128;
 
+// Float weights (f32, f16, bf16) take the whole batch in one FFN block:
+// widening and packing a weight panel costs ~10% of its products with 128
+// rows, ~2.5% with 512 (gemm_xwt.cpp), and their files are large enough
+// that the intermediates (~40 MiB at 512 rows) are a small share.
+int64_t ffn_rows(QuantType type, int64_t n) {
+  const bool is_float = type == QuantType::f32 || type == QuantType::f16 ||
+                        type == QuantType::bf16;
+  return is_float ? n : kFfnRows;
+}
+
 Tensor linear(const Tensor& x, const Matrix& m, const Tensor& bias = {}) {
   Tensor y = qmatmul(x, m.w, m.type);
   return bias.defined() ? y + bias : y;
@@ -153,8 +163,9 @@ Tensor CpuModel::run_batch(std::span<const int32_t> tokens, int64_t pos0,
     // The FFN by blocks of rows: its [rows, n_ff] intermediates (and the
     // quantized copy of the down projection's input) are the largest
     // activations of a prompt.
-    for (int64_t r0 = 0; r0 < n; r0 += kFfnRows) {
-      const int64_t rows = std::min(kFfnRows, n - r0);
+    const int64_t block = ffn_rows(L.w_gate.type, n);
+    for (int64_t r0 = 0; r0 < n; r0 += block) {
+      const int64_t rows = std::min(block, n - r0);
       const Tensor hr = h.narrow(0, r0, rows);
       auto [gate, up] = linears<2>(hr, {&L.w_gate, &L.w_up});
       swiglu_in_place(gate, up);

@@ -176,7 +176,7 @@ TEST_F(QuantQmatmul, OddShapesOnBothThreadCounts) {
 // Enough weight rows for several tasks (1.25 MB of q4_0 and more), on 2
 // threads and on 1, with results that must agree bit for bit: each output
 // is one thread's sum whatever the split. m = 2 takes the dot-product
-// kernels, m = 20 the int16 panel GEMM (the f32 GEMM for f16).
+// kernels, m = 20 the int16 panel GEMM (gemm_xwt for f16).
 TEST_F(QuantQmatmul, ThreadedRowsMatchOneThread) {
   const int saved = cpu::num_threads();
   for (QuantType type : {QuantType::q4_0, QuantType::q4_k, QuantType::q6_k,
@@ -193,10 +193,7 @@ TEST_F(QuantQmatmul, ThreadedRowsMatchOneThread) {
       cpu::set_num_threads(1);
       const std::vector<float> y1 = qmatmul(xt, wt, type).to_vector<float>();
       cpu::set_num_threads(saved);
-      // (The f32 GEMM that f16 uses with m = 20 splits sums by thread.)
-      if (type != QuantType::f16) {
-        EXPECT_EQ(y1, y2) << name(type) << " " << m;
-      }
+      EXPECT_EQ(y1, y2) << name(type) << " " << m;
       expect_qmatmul(type, x, w, m, n, k, y2, fmt::format("threads m={}", m));
     }
   }
