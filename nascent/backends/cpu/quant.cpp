@@ -86,6 +86,22 @@ void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
   gemm_xwt(dtype, x, k, w, ldw, y, n, m, n, k);
 }
 
+// y [m, n] = x @ W^T for x quantized (xq, for a block type).
+void qmatmul_quantized(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
+                       const QuantizedRows& xq, float* y) {
+  if (xq.rows >= kGemmRows) {
+    balanced_for((n + kTileRows - 1) / kTileRows, 1,
+                 [&](int64_t t0, int64_t t1) {
+                   qgemm_rows(type, wp, ws, t0 * kTileRows,
+                              std::min(n, t1 * kTileRows), xq, y, n);
+                 });
+    return;
+  }
+  balanced_for(n, row_grain(ws), [&](int64_t j0, int64_t j1) {
+    qdot_rows(type, wp, ws, j0, j1, xq, y, n);
+  });
+}
+
 // y [m, n] = x [m, k] @ W^T, W = n rows of `type` at w (row stride ws).
 void qmatmul_rows(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
                   const float* xp, int64_t m, int64_t k, float* y) {
@@ -100,18 +116,8 @@ void qmatmul_rows(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
     });
     return;
   }
-  const QuantizedRows xq = quantize_x(xp, m, k, activation_block(type));
-  if (m >= kGemmRows) {
-    balanced_for((n + kTileRows - 1) / kTileRows, 1,
-                 [&](int64_t t0, int64_t t1) {
-                   qgemm_rows(type, wp, ws, t0 * kTileRows,
-                              std::min(n, t1 * kTileRows), xq, y, n);
-                 });
-    return;
-  }
-  balanced_for(n, grain, [&](int64_t j0, int64_t j1) {
-    qdot_rows(type, wp, ws, j0, j1, xq, y, n);
-  });
+  qmatmul_quantized(type, wp, ws, n,
+                    quantize_x(xp, m, k, activation_block(type)), y);
 }
 
 }  // namespace
@@ -119,8 +125,22 @@ void qmatmul_rows(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
 void qmatmul_fused(const float* x, int64_t m, int64_t k,
                    std::span<const QLinear> ms) {
   if (m >= kGemmRows) {
-    for (const QLinear& l : ms)
-      qmatmul_rows(l.type, l.w, l.ws, l.n, x, m, k, l.y);
+    // x quantized once per activation block size, not once per matrix.
+    QuantizedRows xq[2];
+    bool have[2] = {false, false};
+    for (const QLinear& l : ms) {
+      const int64_t block = activation_block(l.type);
+      if (block == 0) {
+        qmatmul_rows(l.type, l.w, l.ws, l.n, x, m, k, l.y);
+        continue;
+      }
+      const int i = block == 32 ? 0 : 1;
+      if (!have[i]) {
+        xq[i] = quantize_x(x, m, k, block);
+        have[i] = true;
+      }
+      qmatmul_quantized(l.type, l.w, l.ws, l.n, xq[i], l.y);
+    }
     return;
   }
   // x quantized for each block size in use, before the job.

@@ -25,6 +25,7 @@
 #include "nascent/core/quant_blocks.h"
 // Per-target helpers; must come after highway.h.
 #include "nascent/backends/cpu/quant_avx2-inl.h"
+#include "nascent/backends/cpu/quant_gemm_q8_x86-inl.h"
 #include "nascent/backends/cpu/quant_gemm_x86-inl.h"
 #include "nascent/backends/cpu/quant_simd-inl.h"
 
@@ -321,7 +322,17 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   const auto c = hwy::AllocateAligned<float>(size_t(kMR * nr));
   for (int64_t p0 = j0; p0 < j1; p0 += nr) {
     // Decode and interleave: pair q of row r goes to pairs[q * nr + r].
-    for (int64_t r = 0; r < nr; ++r) {
+    // q8_0 on x86 with 16-row panels (AVX2): transposed by vectors.
+    bool decoded = false;
+#if NASCENT_QUANT_X86
+    if constexpr (kType == QuantType::q8_0) {
+      if (nr == 16) {
+        x86::DecodePanelQ8(w, ws, p0, j1, nblocks, pairs, scales);
+        decoded = true;
+      }
+    }
+#endif
+    for (int64_t r = 0; r < (decoded ? 0 : nr); ++r) {
       const bool valid = p0 + r < j1;
       const uint8_t* row = w + (p0 + r) * ws;
       for (int64_t b = 0; b < nblocks; ++b) {
