@@ -94,6 +94,18 @@ NASCENT_D Range outputs_holding(int64_t v, int64_t stride, int64_t pad,
   return {min(lo, out), min(hi, out)};
 }
 
+// Indices outside their plane would drop gradient: the backward kernels
+// flag them (bad null: indices max_pool2d wrote, no check needed).
+__device__ void flag_out_of_plane(const int64_t* idx, const PoolGeo& g,
+                                  int* bad) {
+  if (bad == nullptr) return;
+  const int64_t outs = g.planes * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < outs;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    if (idx[i] < 0 || idx[i] >= g.h * g.w) *bad = 1;
+  }
+}
+
 template <class T>
 __global__ void max_pool_backward(const T* gout, const int64_t* idx, T* dx,
                                   PoolGeo g, int* bad) {
@@ -114,13 +126,7 @@ __global__ void max_pool_backward(const T* gout, const int64_t* idx, T* dx,
     }
     dx[i] = acc;
   }
-  // Indices outside their plane would drop gradient: flag them.
-  if (bad == nullptr) return;
-  const int64_t outs = g.planes * g.oh * g.ow;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < outs;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (idx[i] < 0 || idx[i] >= g.h * g.w) *bad = 1;
-  }
+  flag_out_of_plane(idx, g, bad);
 }
 
 // max_pool_backward for windows that tile the plane (kernel == stride, no
@@ -147,12 +153,7 @@ __global__ void max_pool_backward_tiles(const T* gout, const int64_t* idx,
     }
     dx[i] = acc;
   }
-  if (bad == nullptr) return;
-  const int64_t outs = g.planes * g.oh * g.ow;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < outs;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (idx[i] < 0 || idx[i] >= g.h * g.w) *bad = 1;
-  }
+  flag_out_of_plane(idx, g, bad);
 }
 
 template <class T>
