@@ -92,6 +92,7 @@ void bandwidth() {
         {"sum [65536,1024] axis 0", [&] { return sum(m, {0}); }, bytes},
         {"max [65536,1024] axis 0", [&] { return max(m, {0}); }, bytes},
         {"argmax [65536,1024] axis 1", [&] { return argmax(m, 1); }, bytes},
+        {"argmax (all)", [&] { return argmax(x); }, bytes},
     };
     // Each op alternates with the two copies, so its ratio is to a copy
     // timed in the same seconds (the host's memory bandwidth drifts by

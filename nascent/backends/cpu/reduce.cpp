@@ -386,13 +386,74 @@ struct ScalarArg {
   }
 };
 
+// arg_pass for contiguous rows longer than kBlock: the rows' kBlock-element
+// blocks (the last shorter) go to arg_rows as rows of their own, spread over
+// the threads, and each row's block results merge in order (the first block
+// holding the extreme, or the first holding a NaN, wins).
+std::vector<int64_t> arg_long_rows(const Plan& plan, bool is_max, DType dtype,
+                                   int64_t out_numel) {
+  const int64_t n = plan.red.back().size;
+  const int64_t nb = (n + kBlock - 1) / kBlock, full = n / kBlock;
+  std::vector<int64_t> block_idx(size_t(plan.num_out * nb));
+  std::vector<int64_t> res(size_t(out_numel), 0);
+  std::vector<int64_t> xoffs(size_t(plan.num_out), 0);
+  std::vector<int64_t> ooffs(size_t(plan.num_out), 0);
+  for (int64_t o = 0; o < plan.num_out; ++o) {
+    locate(plan.kept, plan.kept.size(), o, xoffs[size_t(o)], ooffs[size_t(o)]);
+  }
+  parallel_for(plan.num_out * nb, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t o = t / nb, b = t % nb;
+      const std::byte* row = plan.x + xoffs[size_t(o)] * plan.item;
+      if (b < full) {  // Whole blocks up to t1 or the row's end, at once.
+        const int64_t count = std::min(full - b, t1 - t);
+        arg_rows(is_max, dtype, row + b * kBlock * plan.item, count, kBlock,
+                 kBlock, block_idx.data() + t, 1);
+        t += count;
+      } else {
+        arg_rows(is_max, dtype, row + b * kBlock * plan.item, 1, 0,
+                 n - b * kBlock, block_idx.data() + t, 1);
+        t += 1;
+      }
+    }
+  });
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16> ||
+                  std::is_same_v<T, bfloat16>) {
+      for (int64_t o = 0; o < plan.num_out; ++o) {
+        const T* x = reinterpret_cast<const T*>(plan.x) + xoffs[size_t(o)];
+        int64_t best = -1;
+        double best_v = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int64_t i = b * kBlock + block_idx[size_t(o * nb + b)];
+          const double v = to_double(x[i]);
+          if (v != v) {
+            best = i;
+            break;
+          }
+          if (best < 0 || (is_max ? v > best_v : v < best_v)) {
+            best = i;
+            best_v = v;
+          }
+        }
+        res[size_t(ooffs[size_t(o)])] = best;
+      }
+    }
+  });
+  return res;
+}
+
 std::vector<int64_t> arg_pass(const Plan& plan, bool is_max, DType dtype,
                               int64_t out_numel) {
   std::vector<int64_t> res(size_t(out_numel), 0);
   if (plan.num_red == 0) return res;
   const Dim& run = plan.red.back();
   if (is_floating(dtype) && plan.red.size() == 1 && plan.last_is_red &&
-      run.xs == 1 && plan.num_red <= kBlock) {
+      run.xs == 1) {
+    if (plan.num_red > kBlock) {
+      return arg_long_rows(plan, is_max, dtype, out_numel);
+    }
     const Dim rows = plan.kept.empty() ? Dim{1, 0, 0} : plan.kept.back();
     const size_t outer = plan.kept.empty() ? 0 : plan.kept.size() - 1;
     parallel_for(plan.num_out, std::max<int64_t>(1, kGrain / run.size),

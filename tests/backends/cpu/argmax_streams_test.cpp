@@ -1,9 +1,11 @@
 // argmax/argmin of long rows read as four streams in one pass (the index of
 // the step where each lane's extreme last rose, then a scan of one step):
 // ties, NaN, infinities, signed zeros and extremes in the tail against a
-// plain scan, for every floating dtype.
+// plain scan, for every floating dtype. Rows longer than 2^16 are split
+// into blocks of 2^16 whose results merge: the same cases across blocks.
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -80,6 +82,56 @@ TEST(CpuArgStreams, MatchesPlainScan) {
             << "argmax, row " << r << " of " << n << ", " << name(dt);
         EXPECT_EQ(amin[size_t(r)], scan(row, n, false))
             << "argmin, row " << r << " of " << n << ", " << name(dt);
+      }
+    }
+  }
+  cpu::set_num_threads(saved);
+}
+
+TEST(CpuArgStreams, RowsLongerThanABlock) {
+  cpu::Backend cpu;
+  const int saved = cpu::num_threads();
+  constexpr int64_t kBlock = int64_t(1) << 16;  // reduce_plan.h's.
+  // Two whole blocks, and three plus a partial one.
+  for (int64_t n : {2 * kBlock, 3 * kBlock + 1000}) {
+    const int64_t rows = 14;
+    std::vector<float> h = rows_with_edges(rows, n);
+    auto row = [&](int64_t r) { return h.data() + r * n; };
+    row(12)[kBlock - 1] = 50.0f;  // A tie across a block boundary.
+    row(12)[kBlock] = 50.0f;
+    row(12)[kBlock + 1] = -50.0f;
+    row(12)[kBlock - 2] = -50.0f;
+    row(13)[n - 5] = std::nanf("");  // NaN only in the last block...
+    row(13)[7] = 60.0f;              // ...after the extremes.
+    row(13)[kBlock + 7] = -60.0f;
+    const Tensor x = from_vector(h, {rows, n}, cpu);
+    for (int threads : {1, 2}) {
+      cpu::set_num_threads(threads);
+      for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+        // Every other row through a strided view (kept stride 2n).
+        const Tensor xd = x.cast(dt);
+        const Tensor odd = xd.slice(0, 1, rows, 2);
+        const std::vector<int64_t> amax = argmax(xd, 1).to_vector<int64_t>();
+        const std::vector<int64_t> amin = argmin(xd, 1).to_vector<int64_t>();
+        const std::vector<int64_t> odd_max =
+            argmax(odd, 1).to_vector<int64_t>();
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::string what = std::to_string(r) + " of " +
+                                   std::to_string(n) + ", " + name(dt) + ", " +
+                                   std::to_string(threads) + " threads";
+          EXPECT_EQ(amax[size_t(r)], scan(row(r), n, true))
+              << "argmax, row " << what;
+          EXPECT_EQ(amin[size_t(r)], scan(row(r), n, false))
+              << "argmin, row " << what;
+          if (r % 2 == 1) {
+            EXPECT_EQ(odd_max[size_t(r / 2)], scan(row(r), n, true))
+                << "argmax of a strided view, row " << what;
+          }
+        }
+        // One row as a whole tensor (a single output).
+        const Tensor one = xd.select(0, 13);
+        EXPECT_EQ(argmax(one).item<int64_t>(), scan(row(13), n, true))
+            << name(dt);
       }
     }
   }
