@@ -192,13 +192,14 @@ HWY_INLINE void StoreRow(D d, V x0, V x1, T* HWY_RESTRICT row,
   hn::StoreU(x1, d, row + lanes);
 }
 
-// C[kMR, NR] (+)= packed A panel (kMR x kc, by rows or by columns) * packed
-// B panel (kc x NR). Named accumulators rather than an array keep the tile
-// in registers on every compiler and work with sizeless (SVE, RVV) vectors.
+// C[kMR, NR] (+)= A panel (kMR x kc, by rows `arow` apart or by columns) *
+// packed B panel (kc x NR). Named accumulators rather than an array keep the
+// tile in registers on every compiler and work with sizeless (SVE, RVV)
+// vectors.
 template <bool kByColumns, class D, class T = hn::TFromD<D>>
 HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
-                            const T* HWY_RESTRICT pb, T* HWY_RESTRICT c,
-                            size_t ldc, bool accumulate) {
+                            size_t arow, const T* HWY_RESTRICT pb,
+                            T* HWY_RESTRICT c, size_t ldc, bool accumulate) {
   static_assert(kMR == 6 && kNV == 2, "the kernel body is written for 6x2");
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
@@ -212,7 +213,7 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
     c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d),
     c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
   // Element (i, p) of the A panel is at i * row + p * step.
-  const size_t row = kByColumns ? 1 : kc;
+  const size_t row = kByColumns ? 1 : arow;
   const size_t step = kByColumns ? kMR : 1;
   const T* HWY_RESTRICT a0 = pa;
   const T* HWY_RESTRICT a1 = pa + row;
@@ -257,52 +258,80 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const T* HWY_RESTRICT pa,
   StoreRow(d, c50, c51, c + 5 * ldc, accumulate);
 }
 
-// C[mc, nc] (+)= packed A block * packed B block, tile by tile. Edge tiles
-// go through a local tile so the kernel never writes outside C.
+// B panels that one pass down the A block multiplies, each A panel against
+// all of them in turn, so that C is walked kBPanels lines along each row
+// before the next six rows (one panel per pass touched 6 new rows, at
+// 4096^3 6 new pages 16 KiB apart in memory, per 16 columns). 3 per pass
+// measured +2-6% at 4096^3 on one thread (best of 4-6 calls, CPU time,
+// interleaved with 1 per pass), no change at 256 and 1024. The cause is
+// not measured (no hardware counters here): a C row stride of 4096 + 16
+// floats gave about the same gain once, not in later runs.
+constexpr size_t kBPanels = 3;
+
+// C[mc, nc] (+)= A block * packed B block, tile by tile. The A block is
+// packed (rows kc apart, or by columns), or read in place with rows `arow`
+// apart and its last partial panel packed in `tail` (rows kc apart). Edge
+// tiles go through a local tile so the kernel never writes outside C.
 template <bool kByColumns, class D, class T = hn::TFromD<D>>
-void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, const T* bp,
-                 T* c, size_t ldc, bool accumulate) {
+void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, size_t arow,
+                 const T* tail, const T* bp, T* c, size_t ldc,
+                 bool accumulate) {
   const size_t nr = TileCols(d);
   HWY_ALIGN T tile[kMR * kNV * hn::MaxLanes(d)];
   const size_t stride = PanelStride(d, kc);
-  // While one B panel is in use, the next is fetched a slice per tile, so
-  // that it is in L1 when its turn comes (it would otherwise come from L3
-  // or memory, one miss at a time, in the first tile of each panel).
+  // While one pass's B panels are in use, the next pass's are fetched a
+  // slice per tile, so that they are in cache when their turn comes (they
+  // would otherwise come from L3 or memory, one miss at a time, in the
+  // first tile of each panel).
   const size_t line = 64 / sizeof(T);
   const size_t tiles = (mc + kMR - 1) / kMR;
-  const size_t slice = (kc * nr / line + tiles - 1) / tiles * line;
-  for (size_t jr = 0; jr < nc; jr += nr) {
-    const size_t nb = std::min(nr, nc - jr);
-    const T* bpanel = bp + jr / nr * stride;
-    const T* bnext = jr + nr < nc ? bpanel + stride : bpanel;
+  const size_t group = kBPanels;
+  const size_t panels = (nc + nr - 1) / nr;
+  const size_t slice = (group * kc * nr / line + tiles - 1) / tiles * line;
+  for (size_t jg = 0; jg < nc; jg += group * nr) {
+    const size_t gp = std::min(group, panels - jg / nr);
+    const T* bgroup = bp + jg / nr * stride;
+    const T* bnext = bgroup + gp * stride;
+    const size_t next_len = std::min(group, panels - jg / nr - gp) * stride;
     for (size_t ir = 0, t = 0; ir < mc; ir += kMR, ++t) {
-      for (size_t o = t * slice; o < (t + 1) * slice && o < kc * nr;
+      for (size_t o = t * slice; o < (t + 1) * slice && o < next_len;
            o += line) {
         hwy::Prefetch(bnext + o);
       }
-      // The next tile's C goes to L2 a whole tile ahead: from memory it
-      // would stall the loads at the end of the tile, and into L1 its rows
-      // (a power-of-two stride apart) would evict the B panel.
+      // The next tile row's C goes to L2 a whole tile row ahead: from
+      // memory it would stall the loads at the end of the tile, and into L1
+      // its rows (a power-of-two stride apart) would evict the B panels.
       const size_t nir = ir + kMR < mc ? ir + kMR : 0;
-      const size_t njr = ir + kMR < mc ? jr : jr + nr;
+      const size_t njr = ir + kMR < mc ? jg : jg + group * nr;
       if (njr < nc) {
+        const size_t nw = std::min(group * nr, nc - njr);
         for (size_t r = 0; r < kMR && nir + r < mc; ++r) {
-          PrefetchL2(c + (nir + r) * ldc + njr);
-          PrefetchL2(c + (nir + r) * ldc + njr + nr - 1);
+          for (size_t o = 0; o < nw; o += line) {
+            PrefetchL2(c + (nir + r) * ldc + njr + o);
+          }
+          PrefetchL2(c + (nir + r) * ldc + njr + nw - 1);
         }
       }
       const size_t mb = std::min(kMR, mc - ir);
-      const T* apanel = ap + ir * kc;
-      T* ct = c + ir * ldc + jr;
-      if (mb == kMR && nb == nr) {
-        MicroKernel<kByColumns>(d, kc, apanel, bpanel, ct, ldc, accumulate);
-        continue;
-      }
-      MicroKernel<kByColumns>(d, kc, apanel, bpanel, tile, nr, false);
-      for (size_t i = 0; i < mb; ++i) {
-        for (size_t j = 0; j < nb; ++j) {
-          const T v = tile[i * nr + j];
-          ct[i * ldc + j] = accumulate ? ct[i * ldc + j] + v : v;
+      const bool in_tail = tail != nullptr && mb < kMR;
+      const T* apanel = in_tail ? tail : ap + ir * (kByColumns ? kc : arow);
+      const size_t row = in_tail ? kc : arow;
+      for (size_t q = 0; q < gp; ++q) {
+        const size_t jr = jg + q * nr;
+        const size_t nb = std::min(nr, nc - jr);
+        const T* bpanel = bgroup + q * stride;
+        T* ct = c + ir * ldc + jr;
+        if (mb == kMR && nb == nr) {
+          MicroKernel<kByColumns>(d, kc, apanel, row, bpanel, ct, ldc,
+                                  accumulate);
+          continue;
+        }
+        MicroKernel<kByColumns>(d, kc, apanel, row, bpanel, tile, nr, false);
+        for (size_t i = 0; i < mb; ++i) {
+          for (size_t j = 0; j < nb; ++j) {
+            const T v = tile[i * nr + j];
+            ct[i * ldc + j] = accumulate ? ct[i * ldc + j] + v : v;
+          }
         }
       }
     }
@@ -458,6 +487,16 @@ void PackBPart(const GemmArgs& g, const GemmPlan& p, size_t pc, size_t jc,
         j1 - j0, bp + j0 / p.nr * PanelStride(d, kc));
 }
 
+// A block whose rows are already KC values apart, contiguous (a row-major
+// A with k <= KC, lda == k), is read in place: packing would copy it into
+// the same layout. Only its last, partial panel of rows (zero-padded to
+// kMR) is packed. Other strides stay packed: read in place at 520, 1000 and
+// 2000 (rows 2-8 KiB apart) the kernel ran 4-8% slower than packing costs.
+template <class S, class T>
+bool ReadAInPlace(const GemmArgs& g, size_t kc) {
+  return std::is_same_v<S, T> && g.csa == 1 && g.rsa == int64_t(kc);
+}
+
 // C[ic.., jc..] (+)= A rows [ic, ic + mc) times the packed KC x NC block
 // of B at (pc, jc).
 template <class S, class T>
@@ -470,14 +509,27 @@ void MultiplyBlock(const GemmArgs& g, const GemmPlan& p, size_t ic, size_t mc,
   // A transposed (columns contiguous) packs by columns, anything else by rows.
   const bool by_columns = g.rsa == 1 && g.csa != 1;
   const bool accumulate = g.accumulate || pc > 0;
-  PackA(d, a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa, g.rsa, g.csa, mc, kc,
-        by_columns, ap);
-  if (by_columns) {
-    MacroKernel<true>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
-                      accumulate);
-  } else {
-    MacroKernel<false>(d, mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc,
+  const S* ablock = a + int64_t(ic) * g.rsa + int64_t(pc) * g.csa;
+  if (ReadAInPlace<S, T>(g, kc)) {
+    const size_t full = mc / kMR * kMR;
+    const T* tail = nullptr;
+    if (full < mc) {
+      PackA(d, ablock + int64_t(full) * g.rsa, g.rsa, g.csa, mc - full, kc,
+            false, ap);
+      tail = ap;
+    }
+    MacroKernel<false>(d, mc, nc, kc, reinterpret_cast<const T*>(ablock),
+                       size_t(g.rsa), tail, bp, c + ic * ldc + jc, ldc,
                        accumulate);
+    return;
+  }
+  PackA(d, ablock, g.rsa, g.csa, mc, kc, by_columns, ap);
+  if (by_columns) {
+    MacroKernel<true>(d, mc, nc, kc, ap, 1, static_cast<const T*>(nullptr), bp,
+                      c + ic * ldc + jc, ldc, accumulate);
+  } else {
+    MacroKernel<false>(d, mc, nc, kc, ap, kc, static_cast<const T*>(nullptr),
+                       bp, c + ic * ldc + jc, ldc, accumulate);
   }
 }
 

@@ -293,6 +293,19 @@ TEST_P(GemmThreads, MatrixVector) {
   }
 }
 
+// A row-major A with k <= KC (rows already KC apart) is read in place, its
+// last partial panel of rows packed: m one past and one short of the tile
+// on one thread, in the column groups and with B shared; A padded (same k)
+// is packed and must agree.
+TEST_P(GemmThreads, RowMajorAReadInPlace) {
+  for (int64_t m : {13, 101}) {
+    check_f32(m, 150, 200, Form::row_major, Form::row_major, false, 60);
+    check_f32(m, 150, 200, Form::row_major, Form::col_major, true, 61);
+    check_f32(m, 150, 200, Form::padded, Form::row_major, false, 62);
+  }
+  check_f32(1201, 600, 200, Form::row_major, Form::row_major, true, 63);
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, GemmThreads, ::testing::Values(1, 2, 3));
 
 // Big enough (> 512^3 multiply-adds) to be cut into 2 blocks per thread.
