@@ -230,10 +230,13 @@ HWY_INLINE hn::Vec<DI32> PairDot(hn::Vec<DI16> a, hn::Vec<DI16> b,
 // c [kRows][2 lanes] = the tile's product. The int32 sums of a block live
 // in registers; the f32 totals stay in c, in L1, touched once per block.
 // The k pairs go 16 at a time, unrolled: a 32-value block's loop would
-// otherwise mispredict its exit once per block and tile.
+// otherwise mispredict its exit once per block and tile. x holds the
+// tile's rows as level pairs [k / 2][kRows] (one pointer with constant
+// offsets: with a pointer per row GCC spilled them and reloaded one per
+// broadcast), their scales are at xd [kRows][k / kBlock].
 template <int kRows, int64_t kBlock>
 HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
-                           int64_t nblocks, const int16_t* x, int64_t k,
+                           int64_t nblocks, const int32_t* x, int64_t k,
                            const float* xd, float* c) {
   constexpr int64_t block = kBlock;
   const DI32 d32;
@@ -249,7 +252,7 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
     V32 s0[kRows], s1[kRows];
     for (int r = 0; r < kRows; ++r) s0[r] = s1[r] = hn::Zero(d32);
     const int32_t* p = pairs + b * (block / 2) * 2 * int64_t(nl);
-    const int16_t* xb = x + b * block;
+    const int32_t* xb = x + b * (block / 2) * kRows;
     for (int64_t q0 = 0; q0 < block / 2; q0 += 16) {
 #pragma GCC unroll 16
       for (int64_t q = q0; q < q0 + 16; ++q) {
@@ -257,11 +260,14 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
         const auto w0 = hn::BitCast(d16, hn::Load(d32, pq));
         const auto w1 = hn::BitCast(d16, hn::Load(d32, pq + nl));
         for (int r = 0; r < kRows; ++r) {
-          int32_t pair;
-          std::memcpy(&pair, xb + r * k + 2 * q, 4);
-          const auto a = hn::BitCast(d16, hn::Set(d32, pair));
+          const auto a = hn::BitCast(d16, hn::Set(d32, xb[q * kRows + r]));
           s0[r] = PairDot(a, w0, s0[r]);
           s1[r] = PairDot(a, w1, s1[r]);
+#if HWY_ARCH_X86
+          // Each sum stays one register updated in place: GCC otherwise
+          // reassociates the unrolled adds and spills sums to the stack.
+          asm("" : "+x"(s0[r].raw), "+x"(s1[r].raw));
+#endif
         }
       }
     }
@@ -320,6 +326,20 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   Decoded dec;
   const std::vector<float> xg = activation_group_terms(x, L::kGroup);
   const auto c = hwy::AllocateAligned<float>(size_t(kMR * nr));
+  // x's level pairs tile by tile, [k / 2][rows of the tile], for
+  // TileKernel (one copy of x per call, small next to the products).
+  thread_local std::vector<int32_t> xpack;
+  xpack.resize(size_t(x.rows * (k / 2)));
+  for (int64_t m0 = 0; m0 < x.rows; m0 += kMR) {
+    const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
+    int32_t* dst = xpack.data() + m0 * (k / 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int16_t* src = x.q + (m0 + r) * k;
+      for (int64_t q = 0; q < k / 2; ++q) {
+        std::memcpy(dst + q * rows + r, src + 2 * q, 4);
+      }
+    }
+  }
   for (int64_t p0 = j0; p0 < j1; p0 += nr) {
     // Decode and interleave: pair q of row r goes to pairs[q * nr + r].
     // q8_0 on x86 with 16-row panels (AVX2): transposed by vectors.
@@ -358,7 +378,7 @@ void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
     const int64_t ncols = std::min(nr, j1 - p0);
     for (int64_t m0 = 0; m0 < x.rows; m0 += kMR) {
       const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
-      const int16_t* xq = x.q + m0 * k;
+      const int32_t* xq = xpack.data() + m0 * (k / 2);
       const float* xd = x.d + m0 * nblocks;
       switch (rows) {
         case 5:
