@@ -348,10 +348,19 @@ constexpr size_t kDotRows = 4;  // 12 accumulators, 7 loads per 12 FMAs.
 constexpr size_t kDotCols = 3;
 constexpr int64_t kDotMaxRows = 96;
 constexpr size_t kDotMaxBytesA = 512 * 1024;  // Of A, to stay in L2.
+// Below kDotMinDepth each tile's 12 horizontal sums weigh on few
+// multiply-adds, and with many columns the packed path wins: conv2's
+// weight gradient (per image 64 x 288 x 196, B^T; conv_bench, batch 64,
+// one thread) took 9.2 ms packed against 14.6 here. With few columns this
+// path still wins: sending every k < 256 to the packed path cost the MLP
+// ~10% (train_bench mlp, one thread, 16.3k against 18.0k images/s).
+constexpr int64_t kDotMinDepth = 256;
+constexpr int64_t kDotShallowMaxCols = 128;
 
 bool UseDot(const GemmArgs& g) {
   return g.csa == 1 && g.rsb == 1 && g.m <= kDotMaxRows &&
          g.n >= int64_t(kDotCols) && g.k >= 64 &&
+         (g.k >= kDotMinDepth || g.n <= kDotShallowMaxCols) &&
          size_t(g.m * g.k) * sizeof(float) <= kDotMaxBytesA;
 }
 
