@@ -285,14 +285,13 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, size_t arow,
   // first tile of each panel).
   const size_t line = 64 / sizeof(T);
   const size_t tiles = (mc + kMR - 1) / kMR;
-  const size_t group = kBPanels;
   const size_t panels = (nc + nr - 1) / nr;
-  const size_t slice = (group * kc * nr / line + tiles - 1) / tiles * line;
-  for (size_t jg = 0; jg < nc; jg += group * nr) {
-    const size_t gp = std::min(group, panels - jg / nr);
+  const size_t slice = (kBPanels * kc * nr / line + tiles - 1) / tiles * line;
+  for (size_t jg = 0; jg < nc; jg += kBPanels * nr) {
+    const size_t gp = std::min(kBPanels, panels - jg / nr);
     const T* bgroup = bp + jg / nr * stride;
     const T* bnext = bgroup + gp * stride;
-    const size_t next_len = std::min(group, panels - jg / nr - gp) * stride;
+    const size_t next_len = std::min(kBPanels, panels - jg / nr - gp) * stride;
     for (size_t ir = 0, t = 0; ir < mc; ir += kMR, ++t) {
       for (size_t o = t * slice; o < (t + 1) * slice && o < next_len;
            o += line) {
@@ -302,9 +301,9 @@ void MacroKernel(D d, size_t mc, size_t nc, size_t kc, const T* ap, size_t arow,
       // memory it would stall the loads at the end of the tile, and into L1
       // its rows (a power-of-two stride apart) would evict the B panels.
       const size_t nir = ir + kMR < mc ? ir + kMR : 0;
-      const size_t njr = ir + kMR < mc ? jg : jg + group * nr;
+      const size_t njr = ir + kMR < mc ? jg : jg + kBPanels * nr;
       if (njr < nc) {
-        const size_t nw = std::min(group * nr, nc - njr);
+        const size_t nw = std::min(kBPanels * nr, nc - njr);
         for (size_t r = 0; r < kMR && nir + r < mc; ++r) {
           for (size_t o = 0; o < nw; o += line) {
             PrefetchL2(c + (nir + r) * ldc + njr + o);

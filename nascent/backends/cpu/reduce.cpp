@@ -421,23 +421,16 @@ std::vector<int64_t> arg_long_rows(const Plan& plan, bool is_max, DType dtype,
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16> ||
                   std::is_same_v<T, bfloat16>) {
+      const ScalarArg<T> arg{plan, is_max};
       for (int64_t o = 0; o < plan.num_out; ++o) {
         const T* x = reinterpret_cast<const T*>(plan.x) + xoffs[size_t(o)];
-        int64_t best = -1;
-        double best_v = 0;
+        typename ScalarArg<T>::State s;
         for (int64_t b = 0; b < nb; ++b) {
           const int64_t i = b * kBlock + block_idx[size_t(o * nb + b)];
           const double v = to_double(x[i]);
-          if (v != v) {
-            best = i;
-            break;
-          }
-          if (best < 0 || (is_max ? v > best_v : v < best_v)) {
-            best = i;
-            best_v = v;
-          }
+          if (s.i < 0 || arg.better(v, s.v)) s = {v, i};
         }
-        res[size_t(ooffs[size_t(o)])] = best;
+        res[size_t(ooffs[size_t(o)])] = s.i;
       }
     }
   });
