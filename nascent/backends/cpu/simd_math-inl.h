@@ -27,6 +27,15 @@ namespace nascent::cpu::HWY_NAMESPACE {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
+// c_n x^n + ... + c_1 x + c_0 by Horner's scheme, coefficients given from
+// the highest power down: one FMA each after the first.
+template <class D, class V, class... C>
+HWY_INLINE V Horner(D d, V x, float highest, C... lower) {
+  V p = hn::Set(d, highest);
+  ((p = hn::MulAdd(p, x, hn::Set(d, lower))), ...);
+  return p;
+}
+
 // r, except where x is NaN: there x itself.
 template <class D, class V>
 HWY_INLINE V KeepNaN(D /*d*/, V x, V r) {
@@ -322,16 +331,12 @@ template <class D, class V>
 HWY_INLINE V TanhF32(D d, V x) {
   const V c = hn::Min(hn::Max(x, hn::Set(d, -9.0f)), hn::Set(d, 9.0f));
   const V c2 = hn::Mul(c, c);
-  V p =
-      hn::MulAdd(c2, hn::Set(d, -5.64167616e-14f), hn::Set(d, 4.08741721e-11f));
-  p = hn::MulAdd(c2, p, hn::Set(d, -1.75837886e-08f));
-  p = hn::MulAdd(c2, p, hn::Set(d, 1.04674991e-05f));
-  p = hn::MulAdd(c2, p, hn::Set(d, 0.00303609832f));
-  p = hn::MulAdd(c2, p, hn::Set(d, 0.130225539f));
-  p = hn::MulAdd(hn::Mul(c, c2), p, c);
-  V q = hn::MulAdd(c2, hn::Set(d, 0.000244866096f), hn::Set(d, 0.0242227633f));
-  q = hn::MulAdd(c2, q, hn::Set(d, 0.463558376f));
-  q = hn::MulAdd(c2, q, hn::Set(d, 1.0f));
+  const V p = hn::MulAdd(
+      hn::Mul(c, c2),
+      Horner(d, c2, -5.64167616e-14f, 4.08741721e-11f, -1.75837886e-08f,
+             1.04674991e-05f, 0.00303609832f, 0.130225539f),
+      c);
+  const V q = Horner(d, c2, 0.000244866096f, 0.0242227633f, 0.463558376f, 1.0f);
   return KeepNaN(d, x, hn::Div(p, q));
 }
 
@@ -352,19 +357,10 @@ HWY_INLINE V TimesSigmoid(D d, V x, V s) {
 // error grows as z^2 ulps. f32 only.
 template <class D, class V>
 HWY_INLINE V ErfcPositive(D d, V z, V hi, V lo) {
-  const V p =
-      hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(d, 0.0327099003f), z,
-                                                  hn::Set(d, 0.228806391f)),
-                                       z, hn::Set(d, 0.730739176f)),
-                            z, hn::Set(d, 1.23758483f)),
-                 z, hn::Set(d, 1.0f));
-  const V q = hn::MulAdd(
-      hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(d, 0.0579760745f), z,
-                                                  hn::Set(d, 0.405575573f)),
-                                       z, hn::Set(d, 1.32375383f)),
-                            z, hn::Set(d, 2.40043521f)),
-                 z, hn::Set(d, 2.36596465f)),
-      z, hn::Set(d, 1.0f));
+  const V p = Horner(d, z, 0.0327099003f, 0.228806391f, 0.730739176f,
+                     1.23758483f, 1.0f);
+  const V q = Horner(d, z, 0.0579760745f, 0.405575573f, 1.32375383f,
+                     2.40043521f, 2.36596465f, 1.0f);
   const V e = FastExp(d, hn::Neg(hi));  // hi <= 128
   return hn::Mul(hn::Div(p, q), hn::NegMulAdd(lo, e, e));
 }
@@ -375,15 +371,9 @@ template <class D, class V>
 HWY_INLINE V ErfRational(D d, V x) {
   const V a = hn::Min(hn::Abs(x), hn::Set(d, 4.0f));
   const V x2 = hn::Mul(x, x);
-  const V small = hn::Mul(
-      x, hn::MulAdd(
-             hn::MulAdd(
-                 hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(d, -0.000674954324f),
-                                                  x2, hn::Set(d, 0.00511435f)),
-                                       x2, hn::Set(d, -0.0268346276f)),
-                            x2, hn::Set(d, 0.112833768f)),
-                 x2, hn::Set(d, -0.3761262f)),
-             x2, hn::Set(d, 1.12837911f)));
+  const V small =
+      hn::Mul(x, Horner(d, x2, -0.000674954324f, 0.00511435f, -0.0268346276f,
+                        0.112833768f, -0.3761262f, 1.12837911f));
   const V hi = hn::Mul(a, a);
   const V lo = hn::MulSub(a, a, hi);
   const V large =
@@ -416,19 +406,10 @@ HWY_INLINE V Gelu(D d, V x) {
   const V b = hn::Mul(a, hn::Set(d, -0.5f));  // Exact.
   const V hi = hn::Mul(a, b);
   const V lo = hn::MulSub(a, b, hi);
-  const V p =
-      hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(d, 0.00408873754f), a,
-                                                  hn::Set(d, 0.0404476374f)),
-                                       a, hn::Set(d, 0.182684794f)),
-                            a, hn::Set(d, 0.437552303f)),
-                 a, hn::Set(d, 0.5f));
-  const V q = hn::MulAdd(
-      hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::Set(d, 0.0102488184f), a,
-                                                  hn::Set(d, 0.101393893f)),
-                                       a, hn::Set(d, 0.468017668f)),
-                            a, hn::Set(d, 1.2002176f)),
-                 a, hn::Set(d, 1.67298961f)),
-      a, hn::Set(d, 1.0f));
+  const V p = Horner(d, a, 0.00408873754f, 0.0404476374f, 0.182684794f,
+                     0.437552303f, 0.5f);
+  const V q = Horner(d, a, 0.0102488184f, 0.101393893f, 0.468017668f,
+                     1.2002176f, 1.67298961f, 1.0f);
   const V e = FastExpNonPositive(d, hi);  // hi >= -128
   const V c = hn::Mul(hn::Div(p, q), hn::MulAdd(lo, e, e));
   const V phi =
