@@ -1,5 +1,6 @@
 """PyTorch peer for bench/elementwise_bench.cpp: the same ops on the same
-sizes, wall time, preallocated outputs where PyTorch allows (out=).
+sizes, wall time, preallocated outputs where PyTorch allows (out=; where
+allocates). bench/run_elementwise.sh runs both and prints their ratios.
 
     /usr/bin/python3 bench/elementwise_torch.py [--quick]
 """
@@ -35,9 +36,14 @@ def main():
             ("mul", 12, lambda: torch.mul(a, b, out=out)),
             ("add scalar", 8, lambda: torch.add(a, 2.0, out=out)),
             ("exp", 8, lambda: torch.exp(x, out=out)),
-            # F.gelu has no out=: it allocates (page faults included).
-            ("gelu", 8, lambda: torch.nn.functional.gelu(x)),
+            # F.gelu and F.silu have no out=; their native ops do.
+            ("gelu (erf)", 8, lambda: torch._C._nn.gelu(x, out=out)),
+            ("gelu (tanh)", 8,
+             lambda: torch._C._nn.gelu(x, approximate="tanh", out=out)),
             ("sigmoid", 8, lambda: torch.sigmoid(x, out=out)),
+            ("silu", 8, lambda: torch._C._nn.silu(x, out=out)),
+            ("tanh", 8, lambda: torch.tanh(x, out=out)),
+            ("erf", 8, lambda: torch.erf(x, out=out)),
             ("where", 13, lambda: torch.where(cond, a, b)),
         ]
         for threads in (1, 2):
