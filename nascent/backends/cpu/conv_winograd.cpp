@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "nascent/backends/cpu/balanced.h"
@@ -216,10 +217,10 @@ HWY_INLINE void OutputRow(const T* m, int64_t stride, int64_t tw, int64_t ow,
 }
 
 // Whole planes per call: one dispatch per plane, not per tile row.
-// Input: copies x [h, w] into the half planes (even, then odd rows * ld
-// later; borders already zero) at (ph, pw) of the padded plane, then its
-// tiles to v[xi * stride + ty * tw + tx]. Output: m[xi * stride + ty * tw +
-// tx] to the plane y.
+// Input: copies x [h, w] to (ph, pw) of the padded plane, held in p as its
+// even half plane, then its odd one ((2 th + 2) x ld each, borders already
+// zero), then its tiles to v[xi * stride + ty * tw + tx]. Output: m[xi *
+// stride + ty * tw + tx] to the plane y.
 template <class T>
 void InputPlane(const T* x, const T* next, int64_t h, int64_t w, int64_t ph,
                 int64_t pw, T* p, int64_t ld, int64_t th, int64_t tw, T* v,
