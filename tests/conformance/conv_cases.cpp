@@ -99,6 +99,15 @@ const ConvConfig kConfigs[] = {
      {20, 16, 3, 3},
      params(1, 1, 2, 1),
      true},
+    // Planes of one or two tiles, many images per chunk: the input
+    // transform's whole vectors of tiles run past each plane into the next
+    // images' places and, after the last image, into the room left after
+    // each row of the transformed input.
+    {"winograd tiny planes, batch 9",
+     {9, 16, 2, 3},
+     {16, 16, 3, 3},
+     params(1, 1, 1, 1),
+     true},
     // Fewer output than input channels: the stride-1 input gradient runs as
     // a forward convolution with the flipped kernel.
     {"narrowing, dilated",
