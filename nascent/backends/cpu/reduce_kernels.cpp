@@ -179,8 +179,8 @@ HWY_INLINE void arg_step(D d, DI di, V& m, VI& s, V& hint, VI step,
 // extreme rose is the first step holding it, and the least index in that
 // step holding the extreme is the answer; the elements past i are compared
 // one by one. In vectors, without branches on the data: a scalar version
-// (lane loops, then a search of the step with early exits) cost rows of
-// 1024 f32 0.05x of a copy's bandwidth (bench/NOTES.md, session 7).
+// (lane loops, then a search of the step with early exits) made argmax of
+// rows of 1024 f32 in cache 10-20% slower (bench/NOTES.md, session 7).
 template <bool kMax, class D, class DI, class V, class VI, class T>
 HWY_INLINE int64_t arg_finish(D d, DI di, V m, VI s, const T* x, int64_t i,
                               int64_t n) {
