@@ -101,16 +101,32 @@ void sum_runs4(const T* const* x, int64_t n, const double* shift_d,
   }
 }
 
+// NaN hints: Max and Min drop NaN on some targets (x86), and an exact
+// NaN-aware step costs a compare and an Or per vector, which on one core
+// measured 0.89x of a copy's bandwidth against 0.94x for this hint and
+// 1.0x for no NaN check at all (bench/NOTES.md, session 7). The hint is a
+// running sum of the vectors read: NaN if they held a NaN, and otherwise
+// only if they held (or overflowed to) both infinities. A kernel that
+// sees a NaN hint redoes its run with the exact NaN-aware loop.
+template <class D, class V>
+HWY_INLINE V nan_hint(D, V t, V v0, V v1, V v2, V v3) {
+  return hn::Add(t, hn::Add(hn::Add(v0, v1), hn::Add(v2, v3)));
+}
+
+template <class D, class V>
+HWY_INLINE bool hint_clear(D d, V t) {
+  return hn::AllFalse(d, hn::IsNaN(t));
+}
+
 // The extremes are exact, so their order is free: two running extremes
 // per stream keep the 12 live vectors within AVX2's 16 registers (four per
 // stream spilled).
-template <bool kMax, class D, class V, class M, class T>
-HWY_INLINE void extreme_step2(D d, V& ma, V& mb, M& nan, const T* p) {
+template <bool kMax, class D, class V, class T>
+HWY_INLINE void extreme_step2(D d, V& ma, V& mb, V& hint, const T* p) {
   const int64_t N = int64_t(hn::Lanes(d));
   const auto v0 = load(d, p), v1 = load(d, p + N);
   const auto v2 = load(d, p + 2 * N), v3 = load(d, p + 3 * N);
-  nan = hn::Or(nan, hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)),
-                           hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
+  hint = nan_hint(d, hint, v0, v1, v2, v3);
   ma = extreme<kMax>(ma, extreme<kMax>(v0, v1));
   mb = extreme<kMax>(mb, extreme<kMax>(v2, v3));
 }
@@ -123,29 +139,35 @@ void extreme_runs4(const T* const* x, int64_t n, Compute<T>* out) {
   constexpr SimdReduce K = kMax ? SimdReduce::max : SimdReduce::min;
   auto a0 = hn::Set(d, identity<K, C>()), b0 = a0, a1 = a0, b1 = a0;
   auto a2 = a0, b2 = a0, a3 = a0, b3 = a0;
-  auto n0 = hn::IsNaN(a0), n1 = n0, n2 = n0, n3 = n0;
+  auto h0 = hn::Zero(d), h1 = h0, h2 = h0, h3 = h0;
   int64_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    extreme_step2<kMax>(d, a0, b0, n0, x[0] + i);
-    extreme_step2<kMax>(d, a1, b1, n1, x[1] + i);
-    extreme_step2<kMax>(d, a2, b2, n2, x[2] + i);
-    extreme_step2<kMax>(d, a3, b3, n3, x[3] + i);
+    extreme_step2<kMax>(d, a0, b0, h0, x[0] + i);
+    extreme_step2<kMax>(d, a1, b1, h1, x[1] + i);
+    extreme_step2<kMax>(d, a2, b2, h2, x[2] + i);
+    extreme_step2<kMax>(d, a3, b3, h3, x[3] + i);
   }
-  out[0] = extreme_finish<kMax>(d, a0, b0, a0, b0, n0, x[0], i, n);
-  out[1] = extreme_finish<kMax>(d, a1, b1, a1, b1, n1, x[1], i, n);
-  out[2] = extreme_finish<kMax>(d, a2, b2, a2, b2, n2, x[2], i, n);
-  out[3] = extreme_finish<kMax>(d, a3, b3, a3, b3, n3, x[3], i, n);
+  const auto none = hn::IsNaN(hn::Zero(d));  // No NaN in whole steps.
+  auto finish = [&](int k, decltype(a0) a, decltype(a0) b, decltype(a0) h) {
+    out[k] = hint_clear(d, h)
+                 ? extreme_finish<kMax>(d, a, b, a, b, none, x[k], i, n)
+                 : extreme_run<kMax>(x[k], n);
+  };
+  finish(0, a0, b0, h0);
+  finish(1, a1, b1, h1);
+  finish(2, a2, b2, h2);
+  finish(3, a3, b3, h3);
 }
 
 // One stream of arg_runs4: the extreme of the step's four vectors into the
 // running extreme m, and into s the step number where a lane rose.
-template <bool kMax, class D, class DI, class V, class VI, class M, class T>
-HWY_INLINE void arg_step(D d, DI di, V& m, VI& s, M& nan, VI step, const T* p) {
+template <bool kMax, class D, class DI, class V, class VI, class T>
+HWY_INLINE void arg_step(D d, DI di, V& m, VI& s, V& hint, VI step,
+                         const T* p) {
   const int64_t N = int64_t(hn::Lanes(d));
   const auto v0 = load(d, p), v1 = load(d, p + N);
   const auto v2 = load(d, p + 2 * N), v3 = load(d, p + 3 * N);
-  nan = hn::Or(nan, hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)),
-                           hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
+  hint = nan_hint(d, hint, v0, v1, v2, v3);
   const auto c = extreme<kMax>(extreme<kMax>(v0, v1), extreme<kMax>(v2, v3));
   const auto rose = kMax ? hn::Gt(c, m) : hn::Lt(c, m);
   m = hn::IfThenElse(rose, c, m);
@@ -154,32 +176,36 @@ HWY_INLINE void arg_step(D d, DI di, V& m, VI& s, M& nan, VI step, const T* p) {
 
 // The index arg_runs4 gives one run from its stream's state after the
 // whole steps (i elements): the least step where a lane holding the
-// extreme rose is the first step holding it, and a scan of that step finds
-// the index; the elements past i are compared one by one.
+// extreme rose is the first step holding it, and the least index in that
+// step holding the extreme is the answer; the elements past i are compared
+// one by one. In vectors, without branches on the data: a scalar version
+// (lane loops, then a search of the step with early exits) made argmax of
+// rows of 1024 f32 in cache 10-20% slower (bench/NOTES.md, session 7).
 template <bool kMax, class D, class DI, class V, class VI, class T>
 HWY_INLINE int64_t arg_finish(D d, DI di, V m, VI s, const T* x, int64_t i,
                               int64_t n) {
   using C = Compute<T>;
   using I = hn::TFromD<DI>;
   const int64_t N = int64_t(hn::Lanes(d));
-  HWY_ALIGN C lanes[HWY_MAX_BYTES / sizeof(C)];
-  HWY_ALIGN I steps[HWY_MAX_BYTES / sizeof(C)];
-  hn::Store(m, d, lanes);
-  hn::Store(s, di, steps);
   int64_t best = -1;
   C best_v = 0;
   if (i > 0) {
-    C e = lanes[0];
-    for (int64_t k = 1; k < N; ++k) {
-      if (kMax ? lanes[k] > e : lanes[k] < e) e = lanes[k];
+    const auto e = kMax ? hn::MaxOfLanes(d, m) : hn::MinOfLanes(d, m);
+    const auto none = hn::Set(di, std::numeric_limits<I>::max());
+    const auto held = hn::RebindMask(di, hn::Eq(m, e));
+    const int64_t first =
+        hn::GetLane(hn::MinOfLanes(di, hn::IfThenElse(held, s, none)));
+    const T* p = x + first * 4 * N;
+    // Lane by lane the first of the step's vectors holding e, as an index
+    // in the step; then the least over the lanes.
+    const auto iota = hn::Iota(di, 0);
+    auto at = none;
+    for (int64_t k = 3; k >= 0; --k) {
+      const auto hit = hn::RebindMask(di, hn::Eq(load(d, p + k * N), e));
+      at = hn::IfThenElse(hit, hn::Add(iota, hn::Set(di, I(k * N))), at);
     }
-    int64_t first = std::numeric_limits<int64_t>::max();
-    for (int64_t k = 0; k < N; ++k) {
-      if (lanes[k] == e) first = std::min(first, int64_t(steps[k]));
-    }
-    const int64_t at = first * 4 * N;
-    best = at + find_run(x + at, 4 * N, e);
-    best_v = e;
+    best = first * 4 * N + int64_t(hn::GetLane(hn::MinOfLanes(di, at)));
+    best_v = hn::GetLane(e);
   }
   for (int64_t j = i; j < n; ++j) {
     const C v = to_compute(x[j]);
@@ -195,7 +221,7 @@ HWY_INLINE int64_t arg_finish(D d, DI di, V m, VI s, const T* x, int64_t i,
 // Index of the first extreme (or first NaN) of four runs of n elements,
 // read in one pass as four streams (see sum_runs4), instead of a pass for
 // the extreme and a second one to find it. NaN in any run (rare) falls
-// back to those two passes for the four.
+// back to those two passes for the four (so does a false NaN hint).
 template <bool kMax, class T>
 void arg_runs4(const T* const* x, int64_t n, int64_t* out) {
   using C = Compute<T>;
@@ -205,17 +231,17 @@ void arg_runs4(const T* const* x, int64_t n, int64_t* out) {
   constexpr SimdReduce K = kMax ? SimdReduce::max : SimdReduce::min;
   auto m0 = hn::Set(d, identity<K, C>()), m1 = m0, m2 = m0, m3 = m0;
   auto s0 = hn::Zero(di), s1 = s0, s2 = s0, s3 = s0, step = s0;
-  auto nan = hn::IsNaN(m0);
+  auto hint = hn::Zero(d);
   const auto one = hn::Set(di, 1);
   int64_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    arg_step<kMax>(d, di, m0, s0, nan, step, x[0] + i);
-    arg_step<kMax>(d, di, m1, s1, nan, step, x[1] + i);
-    arg_step<kMax>(d, di, m2, s2, nan, step, x[2] + i);
-    arg_step<kMax>(d, di, m3, s3, nan, step, x[3] + i);
+    arg_step<kMax>(d, di, m0, s0, hint, step, x[0] + i);
+    arg_step<kMax>(d, di, m1, s1, hint, step, x[1] + i);
+    arg_step<kMax>(d, di, m2, s2, hint, step, x[2] + i);
+    arg_step<kMax>(d, di, m3, s3, hint, step, x[3] + i);
     step = hn::Add(step, one);
   }
-  if (!hn::AllFalse(d, nan)) {
+  if (!hint_clear(d, hint)) {
     for (int k = 0; k < 4; ++k) out[k] = arg_run<kMax>(x[k], n);
     return;
   }
@@ -260,10 +286,84 @@ HWY_INLINE V col_step(D d, V acc, V v, V shift) {
   }
 }
 
-// Accumulates whole rows into a tile of f32 partials in L1, four rows per
-// load/store of the partials, flushing them to the double accumulators
-// every kBlockSteps rows. A tile spans whole rows of up to kTile elements,
-// so memory is read in long sequential runs.
+// One block of cols_run: rows [0, rows) at x (row_stride apart) into the
+// w partials, which start at the identity. Four rows a quarter of the
+// block apart per pass over the partials: four streams, which one core
+// reads faster than one. kFast (max and min) takes plain extremes and a NaN
+// hint (see nan_hint) and returns false where the hint shows a possible
+// NaN; the caller then redoes the block exactly.
+template <SimdReduce K, bool kFast, class T>
+bool cols_block(const T* x, int64_t rows, int64_t row_stride, int64_t w,
+                const Compute<T>* sh, Compute<T>* part) {
+  using C = Compute<T>;
+  constexpr bool kMax = K == SimdReduce::max;
+  const hn::ScalableTag<C> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t wv = w / N * N;
+  std::fill(part, part + w, identity<K, C>());
+  auto hint = hn::Zero(d);
+  const int64_t q = rows / 4;
+  for (int64_t i = 0; i < q; ++i) {
+    const T* a = x + i * row_stride;
+    const T* b = a + q * row_stride;
+    const T* c = b + q * row_stride;
+    const T* e = c + q * row_stride;
+    for (int64_t j = 0; j < wv; j += N) {
+      auto p = hn::Load(d, part + j);
+      const auto va = load(d, a + j), vb = load(d, b + j);
+      const auto vc = load(d, c + j), ve = load(d, e + j);
+      if constexpr (kFast) {
+        hint = nan_hint(d, hint, va, vb, vc, ve);
+        p = extreme<kMax>(
+            p, extreme<kMax>(extreme<kMax>(va, vb), extreme<kMax>(vc, ve)));
+      } else if constexpr (K == SimdReduce::max || K == SimdReduce::min) {
+        // A tree: one dependent NaN-aware step per pass, not four.
+        const auto s = hn::Zero(d);
+        p = col_step<K>(d, p,
+                        col_step<K>(d, col_step<K>(d, va, vb, s),
+                                    col_step<K>(d, vc, ve, s), s),
+                        s);
+      } else {
+        const auto s = hn::Load(d, sh + j);
+        p = col_step<K>(d, p, va, s);
+        p = col_step<K>(d, p, vb, s);
+        p = col_step<K>(d, p, vc, s);
+        p = col_step<K>(d, p, ve, s);
+      }
+      hn::Store(p, d, part + j);
+    }
+    for (int64_t j = wv; j < w; ++j) {
+      C p = part[j];
+      for (const T* row : {a, b, c, e}) {
+        p = scalar_step<K>(p, to_compute(row[j]), sh[j]);
+      }
+      part[j] = p;
+    }
+  }
+  for (int64_t r = 4 * q; r < rows; ++r) {
+    const T* row = x + r * row_stride;
+    for (int64_t j = 0; j < wv; j += N) {
+      const auto v = load(d, row + j);
+      auto p = hn::Load(d, part + j);
+      if constexpr (kFast) {
+        hint = hn::Add(hint, v);
+        p = extreme<kMax>(p, v);
+      } else {
+        p = col_step<K>(d, p, v, hn::Load(d, sh + j));
+      }
+      hn::Store(p, d, part + j);
+    }
+    for (int64_t j = wv; j < w; ++j) {
+      part[j] = scalar_step<K>(part[j], to_compute(row[j]), sh[j]);
+    }
+  }
+  return hint_clear(d, hint);
+}
+
+// Accumulates whole rows into a tile of f32 partials in L1 (cols_block),
+// flushing them to the double accumulators every kBlockSteps rows. A tile
+// spans whole rows of up to kTile elements, so memory is read in long
+// sequential runs.
 template <SimdReduce K, class T>
 void cols_run(const T* x, int64_t rows, int64_t row_stride, int64_t n,
               const double* shift, double* acc) {
@@ -277,63 +377,19 @@ void cols_run(const T* x, int64_t rows, int64_t row_stride, int64_t n,
     }
     return;
   } else {
-    const hn::ScalableTag<C> d;
-    const int64_t N = int64_t(hn::Lanes(d));
+    constexpr bool kExtreme = K == SimdReduce::max || K == SimdReduce::min;
     constexpr int64_t kTile = 2048;
     HWY_ALIGN C part[kTile];
     HWY_ALIGN C sh[kTile];
     for (int64_t j0 = 0; j0 < n; j0 += kTile) {
       const int64_t w = std::min(kTile, n - j0);
-      const int64_t wv = w / N * N;
       for (int64_t j = 0; j < w; ++j) sh[j] = shift ? C(shift[j0 + j]) : C(0);
       for (int64_t r0 = 0; r0 < rows; r0 += kBlockSteps) {
         const int64_t r1 = std::min(rows, r0 + kBlockSteps);
-        std::fill(part, part + w, identity<K, C>());
-        // Four rows a quarter of the block apart per pass over the
-        // partials: four streams, which one core reads faster than one.
-        const int64_t q = (r1 - r0) / 4;
-        for (int64_t i = 0; i < q; ++i) {
-          const T* a = x + (r0 + i) * row_stride + j0;
-          const T* b = a + q * row_stride;
-          const T* c = b + q * row_stride;
-          const T* e = c + q * row_stride;
-          for (int64_t j = 0; j < wv; j += N) {
-            const auto s = hn::Load(d, sh + j);
-            auto p = hn::Load(d, part + j);
-            const auto va = load(d, a + j), vb = load(d, b + j);
-            const auto vc = load(d, c + j), ve = load(d, e + j);
-            if constexpr (K == SimdReduce::max || K == SimdReduce::min) {
-              // A tree: one dependent NaN-aware step per pass, not four.
-              p = col_step<K>(d, p,
-                              col_step<K>(d, col_step<K>(d, va, vb, s),
-                                          col_step<K>(d, vc, ve, s), s),
-                              s);
-            } else {
-              p = col_step<K>(d, p, va, s);
-              p = col_step<K>(d, p, vb, s);
-              p = col_step<K>(d, p, vc, s);
-              p = col_step<K>(d, p, ve, s);
-            }
-            hn::Store(p, d, part + j);
-          }
-          for (int64_t j = wv; j < w; ++j) {
-            C p = part[j];
-            for (const T* row : {a, b, c, e}) {
-              p = scalar_step<K>(p, to_compute(row[j]), sh[j]);
-            }
-            part[j] = p;
-          }
-        }
-        for (int64_t r = r0 + 4 * q; r < r1; ++r) {
-          const T* row = x + r * row_stride + j0;
-          for (int64_t j = 0; j < wv; j += N) {
-            const auto p = col_step<K>(d, hn::Load(d, part + j),
-                                       load(d, row + j), hn::Load(d, sh + j));
-            hn::Store(p, d, part + j);
-          }
-          for (int64_t j = wv; j < w; ++j) {
-            part[j] = scalar_step<K>(part[j], to_compute(row[j]), sh[j]);
-          }
+        const T* xb = x + r0 * row_stride + j0;
+        if (!kExtreme ||
+            !cols_block<K, kExtreme>(xb, r1 - r0, row_stride, w, sh, part)) {
+          cols_block<K, false>(xb, r1 - r0, row_stride, w, sh, part);
         }
         for (int64_t j = 0; j < w; ++j) {
           if constexpr (K == SimdReduce::max) {
