@@ -204,30 +204,15 @@ HWY_INLINE V ErfTable(D d, V x) {
 
 // e^x with every special value of SafeExp; vectors with all lanes in
 // [-87.3, 87.3] or NaN (nearly all; NaN stays NaN on either path) take the
-// short path.
-template <class D, class V>
+// short path. With kNonPositive the caller's x is <= 0 or NaN (sigmoid's
+// e^-|x|, the e^-z^2 of erfc and gelu): only the lower end needs a check.
+template <bool kNonPositive = false, class D, class V>
 HWY_INLINE V FastExp(D d, V x) {
   if constexpr (sizeof(hn::TFromD<D>) != 4) {
     return SafeExp(d, x);
   } else {
-    const auto far = hn::Gt(hn::Abs(x), hn::Set(d, 87.3f));
-    if (HWY_UNLIKELY(!hn::AllFalse(d, far))) return SafeExpCold(d, x);
-    if constexpr (kExpTable<D>) {
-      return ExpTable(d, x);
-    } else {
-      return ExpInRange(d, x);
-    }
-  }
-}
-
-// FastExp for x <= 0 or NaN (sigmoid's e^-|x|, gelu's e^(-x^2/2)): only
-// the lower end needs a check.
-template <class D, class V>
-HWY_INLINE V FastExpNonPositive(D d, V x) {
-  if constexpr (sizeof(hn::TFromD<D>) != 4) {
-    return SafeExp(d, x);
-  } else {
-    const auto far = hn::Lt(x, hn::Set(d, -87.3f));
+    const auto far = kNonPositive ? hn::Lt(x, hn::Set(d, -87.3f))
+                                  : hn::Gt(hn::Abs(x), hn::Set(d, 87.3f));
     if (HWY_UNLIKELY(!hn::AllFalse(d, far))) return SafeExpCold(d, x);
     if constexpr (kExpTable<D>) {
       return ExpTable(d, x);
@@ -316,7 +301,7 @@ template <class D, class V>
 HWY_INLINE V Sigmoid(D d, V x) {
   using T = hn::TFromD<D>;
   const V one = hn::Set(d, T(1));
-  const V e = FastExpNonPositive(d, hn::Or(x, hn::SignBit(d)));
+  const V e = FastExp<true>(d, hn::Or(x, hn::SignBit(d)));
   return hn::Div(hn::IfThenElse(hn::Lt(x, hn::Zero(d)), e, one),
                  hn::Add(one, e));
 }
@@ -361,7 +346,7 @@ HWY_INLINE V ErfcPositive(D d, V z, V hi, V lo) {
                      1.23758483f, 1.0f);
   const V q = Horner(d, z, 0.0579760745f, 0.405575573f, 1.32375383f,
                      2.40043521f, 2.36596465f, 1.0f);
-  const V e = FastExp(d, hn::Neg(hi));  // hi <= 128
+  const V e = FastExp<true>(d, hn::Neg(hi));  // hi >= 0
   return hn::Mul(hn::Div(p, q), hn::NegMulAdd(lo, e, e));
 }
 
@@ -410,7 +395,7 @@ HWY_INLINE V Gelu(D d, V x) {
                      0.437552303f, 0.5f);
   const V q = Horner(d, a, 0.0102488184f, 0.101393893f, 0.468017668f,
                      1.2002176f, 1.67298961f, 1.0f);
-  const V e = FastExpNonPositive(d, hi);  // hi >= -128
+  const V e = FastExp<true>(d, hi);  // hi <= 0
   const V c = hn::Mul(hn::Div(p, q), hn::MulAdd(lo, e, e));
   const V phi =
       hn::IfThenElse(hn::Lt(x, hn::Zero(d)), c, hn::Sub(hn::Set(d, 1.0f), c));
