@@ -50,6 +50,10 @@ class OpProfiler final : public Backend {
   std::shared_ptr<BackendData> upload(const void* h, size_t n) override {
     return in_.upload(h, n);
   }
+  std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
+                                    const void* data, size_t n) override {
+    return in_.wrap(std::move(owner), data, n);
+  }
   HostBytes materialize(const Tensor& t) override {
     return in_.materialize(inner(t));
   }
@@ -146,11 +150,40 @@ class OpProfiler final : public Backend {
     Tensor o = inner(out), s = src ? inner(*src) : Tensor();
     in_.index(op, inner(x), axis, inner(idx), src ? &s : nullptr, o);
   }
-  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
-             Tensor& out) override {
-    Timed t(this, key("quant", out, &w));
-    Tensor o = inner(out), xi = x ? inner(*x) : Tensor();
-    in_.quant(op, type, inner(w), x ? &xi : nullptr, o);
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override {
+    Timed t(this, key("quant", *args[0].out, args[0].w));
+    Tensor xi = x ? inner(*x) : Tensor();
+    std::vector<Tensor> ws, outs;
+    std::vector<QuantArg> in_args;
+    ws.reserve(args.size());
+    outs.reserve(args.size());
+    for (const QuantArg& a : args) {
+      ws.push_back(inner(*a.w));
+      outs.push_back(inner(*a.out));
+      in_args.push_back({a.type, &ws.back(), &outs.back()});
+    }
+    in_.quant(op, x ? &xi : nullptr, in_args);
+  }
+
+  void rope(const Tensor& x, const Tensor& pos, const Tensor* ff,
+            const RopeParams& p, Tensor& out) override {
+    Timed t(this, key("rope", out, &x));
+    Tensor o = inner(out), f = ff ? inner(*ff) : Tensor();
+    in_.rope(inner(x), inner(pos), ff ? &f : nullptr, p, o);
+  }
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor* mask, const AttentionParams& p,
+                 Tensor& out) override {
+    Timed t(this, key("attention", out, &k));
+    Tensor o = inner(out), m = mask ? inner(*mask) : Tensor();
+    in_.attention(inner(q), inner(k), inner(v), mask ? &m : nullptr, p, o);
+  }
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override {
+    Timed t(this, key(nascent::name(op), out, &gate));
+    Tensor o = inner(out);
+    in_.glu(op, inner(gate), inner(up), o);
   }
 
   void optim(OptimOp op, const OptimParams& p, Tensor& param,

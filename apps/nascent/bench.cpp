@@ -4,6 +4,9 @@
 // sampling), each over -r repetitions after a warm-up; t/s is the mean of
 // the repetitions' rates ± their standard deviation. Also printed: load
 // time, time to first token (load plus a 1-token prompt) and peak RSS.
+// --device cpu,cuda gives each device its rows (threads apply to the CPU;
+// another device runs once, under the first thread count). Each forward
+// ends with its logits read back, so a device's time includes its wait.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include "apps/nascent/command.h"
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/device.h"
 #include "nascent/core/error.h"
 #include "nascent/models/llama/model.h"
 #include "nascent/models/llama/quantize.h"
@@ -30,12 +34,13 @@ struct BenchArgs {
   std::vector<int> prompts = {512};
   std::vector<int> gens = {128};
   std::vector<int> threads;
+  std::vector<std::string> devices = {"cpu"};
   int reps = 5;
   bool json = false;
 };
 
 struct Result {
-  std::string model, desc;
+  std::string model, desc, backend;
   uint64_t size = 0, params = 0;
   int threads = 0, n_prompt = 0, n_gen = 0;
   std::vector<double> rates;
@@ -84,22 +89,27 @@ std::vector<int32_t> random_tokens(int n, int64_t n_vocab, uint32_t seed) {
   return t;
 }
 
+// The logits' bytes on the host: on a device backend, the wait for the
+// forward (on the CPU, nothing to wait for).
+void read_back(const nascent::Tensor& logits) {
+  logits.backend().materialize(logits);
+}
+
 void run_prompt(nascent::llama::Model& m, const std::vector<int32_t>& toks) {
   m.reset();
-  m.forward(toks, 0);
+  read_back(m.forward(toks, 0));
 }
 
 void run_gen(nascent::llama::Model& m, const std::vector<int32_t>& toks) {
   m.reset();
   for (size_t i = 0; i < toks.size(); ++i) {
-    m.forward(std::span<const int32_t>(&toks[i], 1), int64_t(i));
+    read_back(m.forward(std::span<const int32_t>(&toks[i], 1), int64_t(i)));
   }
 }
 
 std::vector<Result> bench_model(const BenchArgs& a, const std::string& path,
-                                int threads) {
+                                nascent::Backend& backend, int threads) {
   using namespace nascent;
-  static cpu::Backend backend;
   cpu::set_num_threads(threads);
   int ctx = 1;
   for (int p : a.prompts) ctx = std::max(ctx, p);
@@ -108,7 +118,7 @@ std::vector<Result> bench_model(const BenchArgs& a, const std::string& path,
   auto model = llama::load(path, backend, {.n_ctx = ctx});
   double load_ms = ms_since(start);
   std::vector<int32_t> one = {1};
-  model->forward(one, 0);
+  read_back(model->forward(one, 0));
   double ttft_ms = ms_since(start);
   uint64_t size = 0, params = 0;
   for (const auto& t : model->file().tensors()) {
@@ -120,6 +130,7 @@ std::vector<Result> bench_model(const BenchArgs& a, const std::string& path,
     Result r;
     r.model = path;
     r.desc = describe(*model, params);
+    r.backend = backend.name();
     r.size = size;
     r.params = params;
     r.threads = threads;
@@ -165,18 +176,18 @@ std::string test_name(const Result& r) {
 }
 
 void print_table(const std::vector<Result>& rs) {
-  fmt::print("| {:<24} | {:>10} | {:>8} | {:<7} | {:>7} | {:>6} | {:>16} |\n",
+  fmt::print("| {:<24} | {:>10} | {:>8} | {:<12} | {:>7} | {:>6} | {:>16} |\n",
              "model", "size", "params", "backend", "threads", "test", "t/s");
   fmt::print(
-      "| {:-<24} | {:->10} | {:->8} | {:-<7} | {:->7} | {:->6} | "
+      "| {:-<24} | {:->10} | {:->8} | {:-<12} | {:->7} | {:->6} | "
       "{:->16} |\n",
       "", "", "", "", "", "", "");
   for (const Result& r : rs) {
-    fmt::print("| {:<24} | {:>10} | {:>8} | {:<7} | {:>7} | {:>6} | {:>16} |\n",
-               r.desc, mib_or_gib(r.size),
-               fmt::format("{:.2f} B", double(r.params) / 1e9), "CPU",
-               r.threads, test_name(r),
-               fmt::format("{:.2f} ± {:.2f}", r.mean(), r.stddev()));
+    fmt::print(
+        "| {:<24} | {:>10} | {:>8} | {:<12} | {:>7} | {:>6} | {:>16} |\n",
+        r.desc, mib_or_gib(r.size),
+        fmt::format("{:.2f} B", double(r.params) / 1e9), r.backend, r.threads,
+        test_name(r), fmt::format("{:.2f} ± {:.2f}", r.mean(), r.stddev()));
   }
 }
 
@@ -187,7 +198,7 @@ void print_json(const std::vector<Result>& rs, uint64_t rss) {
                    {"model_type", r.desc},
                    {"model_size", r.size},
                    {"model_n_params", r.params},
-                   {"backend", "CPU"},
+                   {"backend", r.backend},
                    {"n_threads", r.threads},
                    {"n_prompt", r.n_prompt},
                    {"n_gen", r.n_gen},
@@ -215,10 +226,15 @@ int bench(BenchArgs a) {
     if (v < 0) throw ValueError(fmt::format("bench: -n {} is negative", v));
   }
   std::vector<Result> all;
-  for (const std::string& m : a.models) {
-    for (int t : a.threads) {
-      auto rs = bench_model(a, m, t);
-      all.insert(all.end(), rs.begin(), rs.end());
+  for (const std::string& d : a.devices) {
+    std::unique_ptr<Backend> backend = make_backend(d);
+    const bool on_cpu = dynamic_cast<cpu::Backend*>(backend.get()) != nullptr;
+    for (const std::string& m : a.models) {
+      for (int t : a.threads) {
+        auto rs = bench_model(a, m, *backend, t);
+        all.insert(all.end(), rs.begin(), rs.end());
+        if (!on_cpu) break;
+      }
     }
   }
   uint64_t rss = peak_rss_bytes();
@@ -229,11 +245,11 @@ int bench(BenchArgs a) {
   print_table(all);
   for (const Result& r : all) {
     if (&r == &all.front() || r.model != (&r - 1)->model ||
-        r.threads != (&r - 1)->threads) {
+        r.threads != (&r - 1)->threads || r.backend != (&r - 1)->backend) {
       fmt::print(
-          "\n{} (t={}): load {:.1f} ms, first token of a 1-token "
+          "\n{} ({}, t={}): load {:.1f} ms, first token of a 1-token "
           "prompt {:.1f} ms after the load began",
-          r.model, r.threads, r.load_ms, r.ttft_ms);
+          r.model, r.backend, r.threads, r.load_ms, r.ttft_ms);
     }
   }
   fmt::print("\npeak RSS {}\n", mib_or_gib(rss));
@@ -258,6 +274,10 @@ NASCENT_COMMAND(
           ->delimiter(',');
       sub.add_option("-t,--threads", a->threads,
                      "threads, comma-separated (default: all)")
+          ->delimiter(',');
+      sub.add_option("-d,--device", a->devices,
+                     "devices, comma-separated: cpu, cpu:composed, cuda, "
+                     "cuda:N (default cpu)")
           ->delimiter(',');
       sub.add_option("-r,--repetitions", a->reps, "repetitions (default 5)")
           ->check(CLI::Range(1, 1000));

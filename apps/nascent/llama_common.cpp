@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/backends/device.h"
 
 namespace nascent::cli {
 
@@ -16,8 +16,12 @@ void add_model_options(CLI::App& sub, ModelArgs& a) {
   sub.add_option("-c,--ctx-size", a.n_ctx,
                  "context size (0: the model's, at most 4096)")
       ->check(CLI::NonNegativeNumber);
-  sub.add_option("-t,--threads", a.threads, "threads (0: all cores)")
+  sub.add_option("-t,--threads", a.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
+  sub.add_option("-d,--device", a.device,
+                 "where to run: cpu, cuda or cuda:N (cpu:composed: the CPU "
+                 "without its fused transformer kernels)")
+      ->capture_default_str();
   sub.add_option("-n,--n-predict", a.n_predict,
                  "tokens to generate (-1: until end of text or full context)");
   sub.add_option("--temp", a.temp, "temperature (0: greedy)");
@@ -61,10 +65,11 @@ GenerateOptions generate_options(const ModelArgs& a) {
 
 std::shared_ptr<llama::Model> load_model(const ModelArgs& a) {
   if (a.threads > 0) cpu::set_num_threads(a.threads);
-  static cpu::Backend backend;
+  static std::unique_ptr<Backend> backend;
+  backend = make_backend(a.device);
   llama::LoadOptions options;
   options.n_ctx = a.n_ctx;
-  return llama::load(a.model, backend, options);
+  return llama::load(a.model, *backend, options);
 }
 
 namespace {

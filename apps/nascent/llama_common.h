@@ -16,6 +16,7 @@ struct ModelArgs {
   std::string model;
   int64_t n_ctx = 0;  // 0: the model's (at most 4096).
   int threads = 0;    // 0: the CPU backend's default.
+  std::string device = "cpu";
   int32_t n_predict = -1;
   float temp = 0.8f;
   int32_t top_k = 40;
@@ -30,12 +31,13 @@ struct ModelArgs {
   bool ignore_eos = false;
 };
 
-// -m, -c, -t, -n, --temp, --top-k, --top-p, --min-p, --repeat-penalty,
+// -m, -c, -t, -d, -n, --temp, --top-k, --top-p, --min-p, --repeat-penalty,
 // --repeat-last-n, --presence-penalty, --frequency-penalty, -s, -r,
 // --ignore-eos.
 void add_model_options(CLI::App& sub, ModelArgs& a);
 GenerateOptions generate_options(const ModelArgs& a);
-// Sets the thread count, loads the model (on the process's CPU backend).
+// Sets the thread count, loads the model on a backend for a.device (which
+// lives until the program ends).
 std::shared_ptr<llama::Model> load_model(const ModelArgs& a);
 
 // llama.cpp's escapes: \n \r \t \' \" \\ and \xHH; others stay as written.

@@ -67,6 +67,8 @@ class Backend final : public nascent::Backend {
   std::string name() const override;
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
   std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
+  std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
+                                    const void* data, size_t nbytes) override;
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
@@ -96,6 +98,9 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  // Quantized weights: forwarded, never recorded (quant.cpp).
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override;
   // Optimizer updates: in-place writes, never recorded (backend.cpp).
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;

@@ -25,6 +25,12 @@ std::shared_ptr<BackendData> Backend::upload(const void* host, size_t nbytes) {
   return std::make_shared<detail::Storage>(inner_.upload(host, nbytes), nbytes);
 }
 
+std::shared_ptr<BackendData> Backend::wrap(std::shared_ptr<const void> owner,
+                                           const void* data, size_t nbytes) {
+  return std::make_shared<detail::Storage>(
+      inner_.wrap(std::move(owner), data, nbytes), nbytes);
+}
+
 Tensor Backend::adopt(const Tensor& t) {
   if (&t.backend() != &inner_) {
     throw BackendError(fmt::format(

@@ -36,8 +36,9 @@ int parse_index(const std::string& s) {
 }  // namespace
 
 std::string describe_backend(const Backend& backend) {
-  if (dynamic_cast<const cpu::Backend*>(&backend) != nullptr) {
-    return fmt::format("{} CPU threads", cpu::num_threads());
+  if (const auto* c = dynamic_cast<const cpu::Backend*>(&backend)) {
+    return fmt::format("{} CPU threads{}", cpu::num_threads(),
+                       c->fused() ? "" : " (composed transformer ops)");
   }
   return backend.name();
 }
@@ -50,6 +51,9 @@ std::vector<std::string> device_names() {
 
 std::unique_ptr<Backend> make_backend(const std::string& device) {
   if (device == "cpu") return std::make_unique<cpu::Backend>();
+  if (device == "cpu:composed") {
+    return std::make_unique<cpu::Backend>(cpu::Options{.fused = false});
+  }
   int index = -1;
   if (device == "cuda") {
     index = 0;
@@ -58,7 +62,8 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   }
   if (index < 0) {
     throw ValueError(fmt::format(
-        "make_backend: unknown device '{}' (expected cpu, cuda or cuda:N)",
+        "make_backend: unknown device '{}' (expected cpu, cpu:composed, "
+        "cuda or cuda:N)",
         device));
   }
 #ifdef NASCENT_HAVE_CUDA

@@ -1,5 +1,8 @@
 // Backends by name, for programs that let their user pick where to run:
-// "cpu", "cuda" (device 0) or "cuda:N". Lives outside core, which never
+// "cpu", "cuda" (device 0) or "cuda:N"; "cpu:composed" is the CPU with its
+// fused transformer kernels hidden (rope, attention, glu, qembedding and
+// grouped qmatmul run core's composed defaults), to test and measure what
+// a backend without them computes and pays. Lives outside core, which never
 // names a backend; the CUDA backend is offered only in builds that have it.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,43 @@ struct OptimParams {
   bool decoupled = false;   // adam_update: AdamW's weight decay.
 };
 
+// How RoPE pairs the rotated dimensions of a head, as ggml: norm rotates
+// (2i, 2i + 1) (llama), neox rotates (i, i + dims / 2) (qwen2, gpt-neox).
+enum class RopeMode : uint8_t { norm, neox };
+
+// Rotary position embedding (ggml_rope_ext, MLX's fast::rope): pair i of
+// the first `dims` values of a head at position p turns by
+//   theta_i = p * base^(-2i / dims) / (scale * freq_factor_i),
+// in f32 the way ggml computes it (base^(-2i / dims) as a running product);
+// the values after `dims` pass through.
+struct RopeParams {
+  int64_t dims = 0;  // Rotated values per head (even); 0: the whole head.
+  RopeMode mode = RopeMode::norm;
+  double base = 10000.0;
+  double scale = 1.0;    // Linear scaling: positions are divided by it.
+  bool inverse = false;  // Turn by -theta: undoes the rotation (gradient).
+};
+
+// Scaled dot-product attention (MLX's fast::scaled_dot_product_attention,
+// ggml_flash_attn_ext): softmax(scale * q k^T + mask) v per query head,
+// query head h reading key/value head h / (Hq / Hkv) (GQA, MQA).
+struct AttentionParams {
+  double scale = 0.0;  // Of the scores; 0: 1 / sqrt(head_dim).
+  // Query i of Lq sees keys j <= Lk - Lq + i: the queries are the last Lq
+  // positions of the keys (a KV cache), as MLX's "causal" and
+  // FlashAttention's bottom-right alignment.
+  bool causal = false;
+};
+
+// One weight of a quant op: a u8 [N, row_bytes(type, K)] of GGML blocks
+// whose rows are contiguous (the row stride may be larger), and for
+// qmatmul the f32 [M, N] where its product goes.
+struct QuantArg {
+  QuantType type = QuantType::f32;
+  const Tensor* w = nullptr;
+  Tensor* out = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -107,6 +145,13 @@ class Backend {
   virtual std::shared_ptr<BackendData> allocate(size_t nbytes) = 0;
   virtual std::shared_ptr<BackendData> upload(const void* host,
                                               size_t nbytes) = 0;
+  // Storage with the bytes of host memory that lives elsewhere (a GGUF file
+  // mapped into memory), which `owner` keeps alive while a tensor uses it.
+  // A host backend uses them in place and never writes them (nor counts
+  // them in memory_stats); the default copies them (upload), as a device
+  // backend must.
+  virtual std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
+                                            const void* data, size_t nbytes);
   // The only way bytes leave a backend: CPU hands out its buffer, a device
   // backend waits for the tensor's pending work and copies it back.
   virtual HostBytes materialize(const Tensor& t) = 0;
@@ -168,13 +213,16 @@ class Backend {
   // out already holds x; adds src at index along axis.
   virtual void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
                      const Tensor* src, Tensor& out) = 0;
-  // Weights stored as GGML blocks of `type` (quant.h): w is a u8 [N,
-  // row_bytes(type, K)] whose rows are contiguous (its row stride may be
-  // larger). qmatmul: x a contiguous f32 [M, K], out f32 [M, N] = x @ W^T.
-  // dequantize: x null, out f32 [N, K]. The default throws BackendError, so
-  // a backend without them still builds and says what it lacks.
-  virtual void quant(QuantOp op, QuantType type, const Tensor& w,
-                     const Tensor* x, Tensor& out);
+  // Weights stored as GGML blocks (quant.h), one QuantArg each.
+  // qmatmul: x a contiguous f32 [M, K]; for every arg out = x @ W^T, all
+  // W of K columns (a layer's q, k and v share x: a backend may quantize x
+  // once for them and run them as one job). dequantize: x null, one arg,
+  // out f32 [N, K]. qembedding: x the i64 [n] ids (in range), one arg, out
+  // f32 [n, K] the decoded rows. The default runs qembedding as
+  // index_select then dequantize and throws BackendError for the others,
+  // so a backend without them still builds and says what it lacks.
+  virtual void quant(QuantOp op, const Tensor* x,
+                     std::span<const QuantArg> args);
   // One optimizer step written in place into param and the state (a
   // parameter update reads each array once instead of once per element-wise
   // op). param, grad and the state share shape and floating dtype; param
@@ -184,6 +232,30 @@ class Backend {
   // backend.
   virtual void optim(OptimOp op, const OptimParams& p, Tensor& param,
                      const Tensor& grad, Tensor* state0, Tensor* state1);
+
+  // The transformer ops. Each default is composed from the ops above, on
+  // this backend (core/ops/rope.cpp, attention.cpp, glu.cpp); a backend
+  // overrides one to run its own kernel, and may call the default for the
+  // dtypes its kernel lacks.
+  //
+  // rope: x [..., n, heads, head_dim] (any strides), positions a contiguous
+  // i32 [n], freq_factors null or a contiguous f32 [dims / 2]; p.dims is
+  // even, in (0, head_dim]. out has x's shape and dtype, contiguous.
+  virtual void rope(const Tensor& x, const Tensor& positions,
+                    const Tensor* freq_factors, const RopeParams& p,
+                    Tensor& out);
+  // attention: q [B, Hq, Lq, D], k [B, Hkv, Lk, D], v [B, Hkv, Lk, Dv] of
+  // one floating dtype, any strides; Hq is a multiple of Hkv, p.scale is
+  // set, Lq <= Lk when causal. mask null or additive, of q's dtype, a
+  // (broadcast) view of shape [B, Hq, Lq, Lk]. out [B, Hq, Lq, Dv] is the
+  // transpose(1, 2) of a contiguous [B, Lq, Hq, Dv].
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor* mask, const AttentionParams& p,
+                         Tensor& out);
+  // glu: out = act(gate) * up with act silu (swiglu) or gelu_tanh (geglu);
+  // gate and up share shape and floating dtype, any strides; out
+  // contiguous.
+  virtual void glu(GluOp op, const Tensor& gate, const Tensor& up, Tensor& out);
 };
 
 // The backend used where none is named. Defined outside core (the library

@@ -38,7 +38,8 @@ const char* name(OpFamily family) {
   static const char* const kNames[] = {
       "creation", "random", "copy",   "unary", "binary", "where",
       "reduce",   "scan",   "matmul", "conv",  "pool",   "softmax",
-      "norm",     "index",  "quant",  "optim"};
+      "norm",     "index",  "quant",  "optim", "rope",  "attention",
+      "glu"};
   return kNames[size_t(family)];
 }
 
@@ -80,6 +81,15 @@ Op op_of(QuantOp op) {
 }
 Op op_of(OptimOp op) {
   return shift(OpFamily::Optim, op);
+}
+Op op_of(RopeOp op) {
+  return shift(OpFamily::Rope, op);
+}
+Op op_of(AttentionOp op) {
+  return shift(OpFamily::Attention, op);
+}
+Op op_of(GluOp op) {
+  return shift(OpFamily::Glu, op);
 }
 
 }  // namespace nascent

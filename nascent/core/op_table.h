@@ -110,10 +110,26 @@ namespace nascent {
   X(Index, index_select, true)
 
 // Products with weights stored as GGML blocks (quant.h): qmatmul is
-// x @ W^T with W a u8 [N, row_bytes] of blocks; dequantize decodes them.
-#define NASCENT_QUANT_OPS(X) \
-  X(Quant, qmatmul, false)   \
-  X(Quant, dequantize, false)
+// x @ W^T with W a u8 [N, row_bytes] of blocks (several W sharing x in one
+// call), dequantize decodes them, qembedding decodes the rows of some ids
+// (ggml's get_rows).
+#define NASCENT_QUANT_OPS(X)  \
+  X(Quant, qmatmul, false)    \
+  X(Quant, dequantize, false) \
+  X(Quant, qembedding, false)
+
+// The transformer's building blocks, as MLX's fast:: ops and ggml's
+// rope_ext / flash_attn_ext: each has a composed default in core (built
+// from the ops above, core/ops/rope.cpp, attention.cpp, glu.cpp) that a
+// backend without its own kernel runs, and a fused kernel where a backend
+// has one.
+#define NASCENT_ROPE_OPS(X) X(Rope, rope, true)
+
+#define NASCENT_ATTENTION_OPS(X) X(Attention, attention, true)
+
+#define NASCENT_GLU_OPS(X) \
+  X(Glu, swiglu, true)     \
+  X(Glu, geglu, true)
 
 // Fused optimizer updates, in place (optim/ builds SGD and Adam on them).
 #define NASCENT_OPTIM_OPS(X)  \
@@ -137,7 +153,10 @@ namespace nascent {
   NASCENT_NORM_OPS(X)      \
   NASCENT_INDEX_OPS(X)     \
   NASCENT_QUANT_OPS(X)     \
-  NASCENT_OPTIM_OPS(X)
+  NASCENT_OPTIM_OPS(X)     \
+  NASCENT_ROPE_OPS(X)      \
+  NASCENT_ATTENTION_OPS(X) \
+  NASCENT_GLU_OPS(X)
 // clang-format on
 
 #define NASCENT_OP_ENUMERATOR(family, name, differentiable) name,
@@ -158,7 +177,10 @@ enum class OpFamily : uint8_t {
   Norm,
   Index,
   Quant,
-  Optim
+  Optim,
+  Rope,
+  Attention,
+  Glu
 };
 
 enum class Op : uint16_t { NASCENT_ALL_OPS(NASCENT_OP_ENUMERATOR) };
@@ -175,6 +197,11 @@ enum class NormOp : uint8_t { NASCENT_NORM_OPS(NASCENT_OP_ENUMERATOR) };
 enum class IndexOp : uint8_t { NASCENT_INDEX_OPS(NASCENT_OP_ENUMERATOR) };
 enum class QuantOp : uint8_t { NASCENT_QUANT_OPS(NASCENT_OP_ENUMERATOR) };
 enum class OptimOp : uint8_t { NASCENT_OPTIM_OPS(NASCENT_OP_ENUMERATOR) };
+enum class RopeOp : uint8_t { NASCENT_ROPE_OPS(NASCENT_OP_ENUMERATOR) };
+enum class AttentionOp : uint8_t {
+  NASCENT_ATTENTION_OPS(NASCENT_OP_ENUMERATOR)
+};
+enum class GluOp : uint8_t { NASCENT_GLU_OPS(NASCENT_OP_ENUMERATOR) };
 
 #define NASCENT_OP_COUNTER(family, name, differentiable) +1
 inline constexpr int kNumOps = 0 NASCENT_ALL_OPS(NASCENT_OP_COUNTER);
@@ -208,6 +235,9 @@ Op op_of(NormOp op);
 Op op_of(IndexOp op);
 Op op_of(QuantOp op);
 Op op_of(OptimOp op);
+Op op_of(RopeOp op);
+Op op_of(AttentionOp op);
+Op op_of(GluOp op);
 template <class FamilyOp>
 const char* name(FamilyOp op) {
   return name(op_of(op));

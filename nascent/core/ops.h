@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -209,11 +210,61 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes,
 // dtype, computed in f32 (the CPU quantizes x to 8 bits on the fly for the
 // block types, as llama.cpp does).
 Tensor qmatmul(const Tensor& x, const Tensor& w, QuantType type);
+// A weight matrix in its stored type, e.g. one tensor of a GGUF file.
+struct QuantWeight {
+  Tensor w;  // u8 [N, row_bytes(type, K)].
+  QuantType type = QuantType::f32;
+};
+Tensor qmatmul(const Tensor& x, const QuantWeight& w);
+// x @ W_i^T for several weights of the same K that share x (a layer's q, k
+// and v projections, or its gate and up): one result per weight, as the
+// single form gives, in one backend call, so a backend may quantize x once
+// and run the products as one job.
+std::vector<Tensor> qmatmul(const Tensor& x,
+                            std::span<const QuantWeight> weights);
+// Rows `ids` (i32 or i64, any shape, in [0, N)) of w [N, row_bytes(type,
+// K)], decoded: f32 ids.shape + [K] (ggml_get_rows; the token embedding of
+// a quantized model).
+Tensor qembedding(const Tensor& w, const Tensor& ids, QuantType type);
 // The f32 values: [..., row_bytes] -> [..., K].
 Tensor dequantize(const Tensor& w, QuantType type);
 // The rows of x [..., K] as blocks, u8 [..., row_bytes], on x's backend.
 // Runs the reference quantizers (quantize_row) on the host.
 Tensor quantize(const Tensor& x, QuantType type);
+
+// --- Transformer ops (ops/rope.cpp, ops/attention.cpp, ops/glu.cpp): the
+// parameters are in backend.h. Each runs the backend's kernel, or a default
+// composed from the ops above where the backend has none.
+
+// RoPE (RopeParams says what is computed): x [..., n, heads, head_dim] of a
+// floating dtype, positions i32 or i64 [n] (one per token: tokens of
+// several sequences may sit side by side), freq_factors null or f32
+// [dims / 2] (llama 3.1's rope_freqs). Returns x's shape and dtype.
+Tensor rope(const Tensor& x, const Tensor& positions, const RopeParams& p,
+            const Tensor* freq_factors = nullptr);
+// Positions offset, offset + 1, ... (one sequence after `offset` cached
+// tokens).
+Tensor rope(const Tensor& x, int64_t offset, const RopeParams& p,
+            const Tensor* freq_factors = nullptr);
+
+// Attention (AttentionParams says what is computed): q [B, Hq, Lq, D], k [B,
+// Hkv, Lk, D], v [B, Hkv, Lk, Dv] of a floating dtype (promoted together),
+// Hq a multiple of Hkv; mask null, additive (floating) or bool (true: the
+// key is seen), broadcastable to [B, Hq, Lq, Lk]; causal needs Lq <= Lk.
+// Returns [B, Hq, Lq, Dv] laid out as [B, Lq, Hq, Dv], so that its
+// transpose(1, 2) (the heads side by side per token) is contiguous. A query
+// that sees no key gets NaN, as in PyTorch.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k,
+                                    const Tensor& v,
+                                    const AttentionParams& p = {},
+                                    const Tensor* mask = nullptr);
+
+// Gated linear units of the FFN: silu(gate) * up (LLaMA, Qwen, Mistral)
+// and gelu_tanh(gate) * up (Gemma), in one pass. gate and up have one
+// shape; dtypes are promoted (integers are taken as f32).
+Tensor swiglu(const Tensor& gate, const Tensor& up);
+Tensor geglu(const Tensor& gate, const Tensor& up);
+Tensor glu(GluOp op, const Tensor& gate, const Tensor& up);
 
 // --- Shape ops that copy (ops/shape.cpp).
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);

@@ -147,13 +147,4 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
   }
 }
 
-// The quant family is optional for a backend: without it, a clear error.
-void Backend::quant(QuantOp op, QuantType type, const Tensor& w,
-                    const Tensor* x, Tensor& out) {
-  throw BackendError(
-      fmt::format("{} is not implemented on {} (weights of "
-                  "type {})",
-                  nascent::name(op), name(), nascent::name(type)));
-}
-
 }  // namespace nascent

@@ -431,4 +431,9 @@ void Backend::release(Tensor& t) {
   t = Tensor();
 }
 
+std::shared_ptr<BackendData> Backend::wrap(std::shared_ptr<const void> owner,
+                                           const void* data, size_t nbytes) {
+  return upload(data, nbytes);
+}
+
 }  // namespace nascent

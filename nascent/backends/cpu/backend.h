@@ -55,10 +55,20 @@ class HostCache {
   size_t limit_;
 };
 
+struct Options {
+  // The transformer ops (rope, attention, glu, qembedding, qmatmul over
+  // several weights) run the CPU's fused kernels; false runs core's
+  // composed defaults instead, to test and measure what a backend without
+  // those kernels computes and pays (device "cpu:composed").
+  bool fused = true;
+};
+
 class Backend final : public nascent::Backend {
  public:
   Backend() = default;
-  std::string name() const override { return "cpu"; }
+  explicit Backend(Options options) : fused_(options.fused) {}
+  std::string name() const override { return fused_ ? "cpu" : "cpu:composed"; }
+  bool fused() const { return fused_; }
 
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
   std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
@@ -72,7 +82,7 @@ class Backend final : public nascent::Backend {
   //   Tensor::make({n, bytes}, {bytes, 1}, 0, DType::u8, cpu,
   //                cpu.wrap(mapping, ptr, n * bytes))
   std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
-                                    const void* data, size_t nbytes);
+                                    const void* data, size_t nbytes) override;
   HostBytes materialize(const Tensor& t) override;
   void set_persistent(const Tensor& t, bool persistent) override;
   bool is_persistent(const Tensor& t) const override;
@@ -102,15 +112,26 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
-  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
-             Tensor& out) override;
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override;
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
+  // rope.cpp, attention.cpp, glu.cpp: f32 kernels (the composed defaults
+  // for other dtypes, or when not fused).
+  void rope(const Tensor& x, const Tensor& positions,
+            const Tensor* freq_factors, const RopeParams& p,
+            Tensor& out) override;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor* mask, const AttentionParams& p,
+                 Tensor& out) override;
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override;
 
  private:
   friend class CpuData;
   void account(int64_t delta);
   HostCache cache_;
+  bool fused_ = true;
 
   std::atomic<int64_t> allocated_{0};
   std::atomic<int64_t> persistent_{0};

@@ -231,23 +231,52 @@ void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
     dequantize_row(type, w + r * ws, out + r * k, k);
 }
 
-void Backend::quant(QuantOp op, QuantType type, const Tensor& w,
-                    const Tensor* x, Tensor& out) {
-  const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
-  const int64_t n = w.shape(0), ws = w.strides()[0];
-  const int64_t grain = row_grain(w.shape(1));
-  float* y = data_ptr<float>(out);
-
-  if (op == QuantOp::dequantize) {
-    const int64_t k = out.shape(1);
-    balanced_for(n, grain, [&](int64_t r0, int64_t r1) {
-      dequantize_rows(type, wp + r0 * ws, ws, r1 - r0, k, y + r0 * k);
-    });
+void Backend::quant(QuantOp op, const Tensor* x,
+                    std::span<const QuantArg> args) {
+  if (op == QuantOp::qmatmul && args.size() > 1 && fused_) {
+    std::vector<QLinear> ls;
+    for (const QuantArg& a : args) {
+      ls.push_back({a.type, reinterpret_cast<const uint8_t*>(byte_ptr(*a.w)),
+                    a.w->strides()[0], a.w->shape(0), data_ptr<float>(*a.out)});
+    }
+    qmatmul_fused(data_ptr<const float>(*x), x->shape(0), x->shape(1), ls);
     return;
   }
-
-  qmatmul_rows(type, wp, ws, n, data_ptr<float>(*x), x->shape(0), x->shape(1),
-               y);
+  for (const QuantArg& a : args) {
+    const Tensor& w = *a.w;
+    const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
+    const int64_t ws = w.strides()[0];
+    const int64_t grain = row_grain(w.shape(1));
+    float* y = data_ptr<float>(*a.out);
+    switch (op) {
+      case QuantOp::dequantize: {
+        const int64_t n = w.shape(0), k = a.out->shape(1);
+        balanced_for(n, grain, [&](int64_t r0, int64_t r1) {
+          dequantize_rows(a.type, wp + r0 * ws, ws, r1 - r0, k, y + r0 * k);
+        });
+        break;
+      }
+      case QuantOp::qembedding: {
+        if (!fused_) return nascent::Backend::quant(op, x, args);
+        // The rows of the ids, decoded in place from the weight.
+        const int64_t* ids = data_ptr<const int64_t>(*x);
+        const int64_t n = x->numel(), k = a.out->shape(1);
+        const int64_t is = x->strides()[0];
+        parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                     [&](int64_t r0, int64_t r1) {
+                       for (int64_t r = r0; r < r1; ++r) {
+                         dequantize_row(a.type, wp + ids[r * is] * ws,
+                                        y + r * k, k);
+                       }
+                     });
+        break;
+      }
+      case QuantOp::qmatmul:
+        qmatmul_rows(a.type, wp, ws, w.shape(0), data_ptr<float>(*x),
+                     x->shape(0), x->shape(1), y);
+        break;
+    }
+  }
 }
 
 }  // namespace nascent::cpu

@@ -88,8 +88,8 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
-  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
-             Tensor& out) override;
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override;
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
 

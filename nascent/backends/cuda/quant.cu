@@ -244,34 +244,41 @@ void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
 
 }  // namespace
 
-void Backend::quant(QuantOp op, QuantType type, const Tensor& w,
-                    const Tensor* x, Tensor& out) {
+void Backend::quant(QuantOp op, const Tensor* x,
+                    std::span<const QuantArg> args) {
+  // qembedding: the default's index_select of the rows, then dequantize.
+  if (op == QuantOp::qembedding) return nascent::Backend::quant(op, x, args);
   DeviceGuard guard(ctx_->device);
   Context& ctx = *ctx_;
-  const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
-  const int64_t n = w.shape(0), ws = w.strides()[0];
-  float* y = data_ptr<float>(out);
+  for (const QuantArg& arg : args) {
+    const Tensor& w = *arg.w;
+    Tensor& out = *arg.out;
+    const QuantType type = arg.type;
+    const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
+    const int64_t n = w.shape(0), ws = w.strides()[0];
+    float* y = data_ptr<float>(out);
 
-  if (op == QuantOp::dequantize) {
-    dequantize_rows(ctx, type, wp, ws, n, out.shape(1), y);
-    return;
-  }
+    if (op == QuantOp::dequantize) {
+      dequantize_rows(ctx, type, wp, ws, n, out.shape(1), y);
+      continue;
+    }
 
-  const int64_t m = x->shape(0), k = x->shape(1);
-  if (m == 0 || n == 0) return;
-  const int64_t panel_rows =
-      std::min(n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
-  // One buffer for every panel: the stream orders each panel's decode after
-  // the previous panel's product.
-  const Tensor panel = scratch(*this, {panel_rows, k}, DType::f32);
-  float* pp = data_ptr<float>(panel);
-  const MatrixRef a{data_ptr<float>(*x), k, 1, 0};
-  for (int64_t p0 = 0; p0 < n; p0 += panel_rows) {
-    const int64_t rows = std::min(panel_rows, n - p0);
-    dequantize_rows(ctx, type, wp + p0 * ws, ws, rows, k, pp);
-    // B [k, rows] = panel^T: element (p, j) is panel[j][p].
-    const MatrixRef b{pp, 1, k, 0};
-    gemm(ctx, DType::f32, 1, m, rows, k, a, b, y + p0, n, 0);
+    const int64_t m = x->shape(0), k = x->shape(1);
+    if (m == 0 || n == 0) continue;
+    const int64_t panel_rows = std::min(
+        n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
+    // One buffer for every panel: the stream orders each panel's decode
+    // after the previous panel's product.
+    const Tensor panel = scratch(*this, {panel_rows, k}, DType::f32);
+    float* pp = data_ptr<float>(panel);
+    const MatrixRef a{data_ptr<float>(*x), k, 1, 0};
+    for (int64_t p0 = 0; p0 < n; p0 += panel_rows) {
+      const int64_t rows = std::min(panel_rows, n - p0);
+      dequantize_rows(ctx, type, wp + p0 * ws, ws, rows, k, pp);
+      // B [k, rows] = panel^T: element (p, j) is panel[j][p].
+      const MatrixRef b{pp, 1, k, 0};
+      gemm(ctx, DType::f32, 1, m, rows, k, a, b, y + p0, n, 0);
+    }
   }
 }
 

@@ -135,6 +135,12 @@ Tensor index_select_impl(const char* op, const Tensor& x, int64_t axis,
 
 }  // namespace
 
+void detail::check_index_range(const char* op, const Tensor& idx,
+                               const Tensor& index, int64_t size, int axis,
+                               const Tensor& x) {
+  check_range(op, idx, index, size, axis, x);
+}
+
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   const char* op = "gather";
   Backend& backend = detail::common_backend(op, {&x, &index});

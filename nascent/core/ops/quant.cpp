@@ -44,43 +44,109 @@ Tensor weight_rows(const Tensor& w) {
 }  // namespace
 
 Tensor qmatmul(const Tensor& x, const Tensor& w, QuantType type) {
-  Backend& backend = detail::common_backend("qmatmul", {&x, &w});
-  check_weight_dtype("qmatmul", w, type);
-  if (!is_floating(x.dtype())) {
-    throw DTypeError(fmt::format(
-        "qmatmul: expected a floating x (f32, f64, f16, bf16), got {} and {}",
-        x.to_string(), describe_w(w, type)));
-  }
-  if (x.ndim() == 0 || w.ndim() != 2) {
-    throw ShapeError(fmt::format(
-        "qmatmul: expected x [..., K] and w [N, bytes per row], got {} and {}",
-        x.to_string(), describe_w(w, type)));
-  }
-  const int64_t k = x.shape(-1), n = w.shape(0);
-  if (k % block_size(type) != 0) {
-    throw ShapeError(fmt::format(
-        "qmatmul: shapes {} and {} do not fit: K = {} is not a multiple of "
-        "the {} block size {}",
-        x.to_string(), describe_w(w, type), k, name(type), block_size(type)));
-  }
-  const int64_t bytes = int64_t(row_bytes(type, k));
-  if (w.shape(1) != bytes) {
-    throw ShapeError(fmt::format(
-        "qmatmul: shapes {} and {} do not fit: a {} row of K = {} values is "
-        "{} bytes, w has {}",
-        x.to_string(), describe_w(w, type), name(type), k, bytes, w.shape(1)));
-  }
-  Shape shape_out(x.shape().begin(), x.shape().end() - 1);
-  shape_out.push_back(n);
-  if (k == 0) return zeros(shape_out, backend, x.dtype());
+  const QuantWeight one{w, type};
+  return qmatmul(x, std::span<const QuantWeight>(&one, 1))[0];
+}
 
-  const int64_t m = x.numel() / k;
-  const Tensor x2 = x.cast(DType::f32).contiguous().reshape({m, k});
-  Tensor out = detail::new_output({m, n}, DType::f32, backend);
-  if (out.numel() > 0) {
-    backend.quant(QuantOp::qmatmul, type, weight_rows(w), &x2, out);
+Tensor qmatmul(const Tensor& x, const QuantWeight& w) {
+  return qmatmul(x, std::span<const QuantWeight>(&w, 1))[0];
+}
+
+std::vector<Tensor> qmatmul(const Tensor& x,
+                            std::span<const QuantWeight> weights) {
+  if (weights.empty()) {
+    throw ValueError(fmt::format("qmatmul: no weights given for x {}",
+                                 x.defined() ? x.to_string() : "(undefined)"));
   }
-  return out.reshape(shape_out).cast(x.dtype());
+  Backend& backend = detail::common_backend("qmatmul", {&x});
+  for (const QuantWeight& qw : weights) {
+    const Tensor& w = qw.w;
+    const QuantType type = qw.type;
+    detail::common_backend("qmatmul", {&x, &w});
+    check_weight_dtype("qmatmul", w, type);
+    if (!is_floating(x.dtype())) {
+      throw DTypeError(fmt::format(
+          "qmatmul: expected a floating x (f32, f64, f16, bf16), got {} and {}",
+          x.to_string(), describe_w(w, type)));
+    }
+    if (x.ndim() == 0 || w.ndim() != 2) {
+      throw ShapeError(fmt::format(
+          "qmatmul: expected x [..., K] and w [N, bytes per row], got {} and "
+          "{}",
+          x.to_string(), describe_w(w, type)));
+    }
+    const int64_t k = x.shape(-1);
+    if (k % block_size(type) != 0) {
+      throw ShapeError(fmt::format(
+          "qmatmul: shapes {} and {} do not fit: K = {} is not a multiple of "
+          "the {} block size {}",
+          x.to_string(), describe_w(w, type), k, name(type), block_size(type)));
+    }
+    const int64_t bytes = int64_t(row_bytes(type, k));
+    if (w.shape(1) != bytes) {
+      throw ShapeError(fmt::format(
+          "qmatmul: shapes {} and {} do not fit: a {} row of K = {} values is "
+          "{} bytes, w has {}",
+          x.to_string(), describe_w(w, type), name(type), k, bytes,
+          w.shape(1)));
+    }
+  }
+  const int64_t k = x.shape(-1), m = k == 0 ? 0 : x.numel() / k;
+  const Shape lead(x.shape().begin(), x.shape().end() - 1);
+  std::vector<Tensor> outs, rows;
+  std::vector<QuantArg> args;
+  outs.reserve(weights.size());
+  rows.reserve(weights.size());
+  for (const QuantWeight& qw : weights) {
+    Shape shape_out = lead;
+    shape_out.push_back(qw.w.shape(0));
+    if (k == 0) {
+      outs.push_back(zeros(shape_out, backend, x.dtype()));
+      continue;
+    }
+    outs.push_back(detail::new_output({m, qw.w.shape(0)}, DType::f32, backend));
+    rows.push_back(weight_rows(qw.w));
+    if (outs.back().numel() > 0) {
+      args.push_back({qw.type, &rows.back(), &outs.back()});
+    }
+  }
+  if (!args.empty()) {
+    const Tensor x2 = x.cast(DType::f32).contiguous().reshape({m, k});
+    backend.quant(QuantOp::qmatmul, &x2, args);
+  }
+  if (k == 0) return outs;
+  for (Tensor& out : outs) {
+    Shape shape_out = lead;
+    shape_out.push_back(out.shape(1));
+    out = out.reshape(shape_out).cast(x.dtype());
+  }
+  return outs;
+}
+
+Tensor qembedding(const Tensor& w, const Tensor& ids, QuantType type) {
+  const char* op = "qembedding";
+  Backend& backend = detail::common_backend(op, {&w, &ids});
+  check_weight_dtype(op, w, type);
+  if (w.ndim() != 2) {
+    throw ShapeError(fmt::format(
+        "qembedding: expected w [N, bytes per row] and ids, got {} and {}",
+        describe_w(w, type), ids.to_string()));
+  }
+  detail::check_dtype(ids.dtype() == DType::i64 || ids.dtype() == DType::i32,
+                      op, ids, "ids of i64 or i32");
+  const int64_t k = row_values(op, w, type);
+  const Tensor idx = ids.cast(DType::i64).reshape({ids.numel()});
+  detail::check_index_range(op, idx, ids, w.shape(0), 0, w);
+  Shape shape_out = ids.shape();
+  shape_out.push_back(k);
+  Tensor out = detail::new_output({idx.numel(), k}, DType::f32, backend);
+  if (out.numel() > 0) {
+    const Tensor w2 = weight_rows(w);
+    const QuantArg arg{type, &w2, &out};
+    backend.quant(QuantOp::qembedding, &idx,
+                  std::span<const QuantArg>(&arg, 1));
+  }
+  return out.view(shape_out);
 }
 
 Tensor dequantize(const Tensor& w, QuantType type) {
@@ -97,7 +163,10 @@ Tensor dequantize(const Tensor& w, QuantType type) {
   Tensor out = detail::new_output(shape_out, DType::f32, backend);
   if (out.numel() == 0) return out;
   Tensor out2 = out.view({-1, k});
-  backend.quant(QuantOp::dequantize, type, weight_rows(w), nullptr, out2);
+  const Tensor w2 = weight_rows(w);
+  const QuantArg arg{type, &w2, &out2};
+  backend.quant(QuantOp::dequantize, nullptr,
+                std::span<const QuantArg>(&arg, 1));
   return out;
 }
 
@@ -124,6 +193,23 @@ Tensor quantize(const Tensor& x, QuantType type) {
   Shape shape_out = x.shape();
   shape_out.back() = bytes;
   return from_data(blocks.data(), shape_out, DType::u8, backend);
+}
+
+// The quant family is optional for a backend: without it, a clear error;
+// qembedding decodes the rows it gathers with the backend's own dequantize.
+void Backend::quant(QuantOp op, const Tensor* x,
+                    std::span<const QuantArg> args) {
+  if (op == QuantOp::qembedding) {
+    const QuantArg& a = args[0];
+    Tensor rows = Tensor::empty({x->numel(), a.w->shape(1)}, DType::u8, *this);
+    index(IndexOp::index_select, *a.w, 0, *x, nullptr, rows);
+    const QuantArg decode{a.type, &rows, a.out};
+    quant(QuantOp::dequantize, nullptr, std::span<const QuantArg>(&decode, 1));
+    return;
+  }
+  throw BackendError(
+      fmt::format("{} is not implemented on {} (weights of type {})",
+                  nascent::name(op), name(), nascent::name(args[0].type)));
 }
 
 }  // namespace nascent

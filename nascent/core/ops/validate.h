@@ -27,6 +27,11 @@ inline Tensor new_output(const Shape& shape, DType dtype, Backend& backend) {
   return Tensor::empty(shape, dtype, backend);
 }
 
+// ValueError naming `op` for the first value of idx (an i64 view of the
+// caller's `index`) outside [0, size) on axis `axis` of x (ops/index.cpp).
+void check_index_range(const char* op, const Tensor& idx, const Tensor& index,
+                       int64_t size, int axis, const Tensor& x);
+
 // A 0-d tensor holding `value` in `dtype`.
 Tensor scalar_tensor(Scalar value, DType dtype, Backend& backend);
 

@@ -99,7 +99,7 @@ Config Config::from_gguf(const gguf::Reader& file) {
     bad(file,
         fmt::format("RoPE scaling factor {} is out of range", c.rope_scale));
   }
-  c.rope_type = c.arch == "qwen2" ? RopeType::neox : RopeType::norm;
+  c.rope_mode = c.arch == "qwen2" ? RopeMode::neox : RopeMode::norm;
 
   const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
   if (embd == nullptr) bad(file, "tensor 'token_embd.weight' is missing");

@@ -1,12 +1,12 @@
 // Loading: the Config, then every tensor checked (presence, type, shape) and
-// wrapped in place in the mapping; the KV cache allocated once.
+// handed to the backend once (in place in the mapping on the CPU, uploaded
+// in its stored type on a device); the KV cache allocated once.
 #include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "nascent/backends/cpu/backend.h"
 #include "nascent/core/error.h"
 #include "nascent/core/ops.h"
 #include "nascent/models/llama/model_impl.h"
@@ -23,14 +23,19 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-CpuModel::CpuModel(Config config, std::shared_ptr<const gguf::Reader> file,
-                   Backend& backend, int64_t n_ctx)
+Transformer::Transformer(Config config,
+                         std::shared_ptr<const gguf::Reader> file,
+                         Backend& backend, int64_t n_ctx)
     : Model(std::move(config), std::move(file), backend, n_ctx) {
   load_weights();
   const Config& c = config_;
+  rope_.dims = c.rope_dim;
+  rope_.mode = c.rope_mode;
+  rope_.base = c.rope_freq_base;
+  rope_.scale = c.rope_scale;
   for (int64_t l = 0; l < c.n_layer; ++l) {
     // Left uninitialised: attention reads only positions already written,
-    // and untouched pages of a large allocation cost no memory.
+    // and (on the CPU) untouched pages of a large allocation cost no memory.
     k_cache_.push_back(
         Tensor::empty({c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
     v_cache_.push_back(
@@ -38,8 +43,8 @@ CpuModel::CpuModel(Config config, std::shared_ptr<const gguf::Reader> file,
   }
 }
 
-Matrix CpuModel::matrix(const std::string& name, int64_t rows,
-                        int64_t cols) const {
+QuantWeight Transformer::matrix(const std::string& name, int64_t rows,
+                                int64_t cols) const {
   const gguf::TensorInfo* info = file_->find_tensor(name);
   if (info == nullptr) {
     throw FormatError(
@@ -58,15 +63,14 @@ Matrix CpuModel::matrix(const std::string& name, int64_t rows,
   }
   const std::span<const std::byte> bytes = file_->tensor_data(*info);
   const int64_t row = int64_t(row_bytes(info->type, cols));
-  auto& cpu = static_cast<cpu::Backend&>(*backend_);
-  Matrix m;
+  QuantWeight m;
   m.type = info->type;
-  m.w = Tensor::make({rows, row}, {row, 1}, 0, DType::u8, cpu,
-                     cpu.wrap(file_, bytes.data(), bytes.size()));
+  m.w = Tensor::make({rows, row}, {row, 1}, 0, DType::u8, *backend_,
+                     backend_->wrap(file_, bytes.data(), bytes.size()));
   return m;
 }
 
-Tensor CpuModel::vec(const std::string& name, int64_t n) const {
+Tensor Transformer::vec(const std::string& name, int64_t n) const {
   const gguf::TensorInfo* info = file_->find_tensor(name);
   if (info == nullptr) {
     throw FormatError(
@@ -84,7 +88,7 @@ Tensor CpuModel::vec(const std::string& name, int64_t n) const {
   return from_data(values.data(), {n}, DType::f32, *backend_);
 }
 
-void CpuModel::load_weights() {
+void Transformer::load_weights() {
   const Config& c = config_;
   const int64_t d = c.n_embd, q_dim = c.n_head * c.head_dim;
   const int64_t kv_dim = c.n_head_kv * c.head_dim;
@@ -92,7 +96,7 @@ void CpuModel::load_weights() {
   output_ = c.tied_output ? token_embd_ : matrix("output.weight", c.n_vocab, d);
   output_norm_ = vec("output_norm.weight", d);
   if (c.rope_freqs) {
-    rope_freqs_ = vec("rope_freqs.weight", c.rope_dim / 2).to_vector<float>();
+    rope_freqs_ = vec("rope_freqs.weight", c.rope_dim / 2);
   }
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
@@ -128,11 +132,6 @@ void Model::truncate(int64_t n) {
 
 std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,
                             Backend& backend, LoadOptions options) {
-  if (dynamic_cast<cpu::Backend*>(&backend) == nullptr) {
-    throw BackendError(
-        fmt::format("llama::load: the model runs on the CPU backend, not '{}'",
-                    backend.name()));
-  }
   Config config = Config::from_gguf(*file);
   int64_t n_ctx = options.n_ctx;
   if (n_ctx < 0) {
@@ -146,8 +145,8 @@ std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,
     throw ValueError(fmt::format(
         "llama::load: a KV cache of n_ctx = {} positions is too large", n_ctx));
   }
-  return std::make_shared<detail::CpuModel>(std::move(config), std::move(file),
-                                            backend, n_ctx);
+  return std::make_shared<detail::Transformer>(std::move(config),
+                                               std::move(file), backend, n_ctx);
 }
 
 std::shared_ptr<Model> load(const std::string& path, Backend& backend,

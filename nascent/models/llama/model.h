@@ -1,14 +1,16 @@
-// LLaMA-family decoder models read from GGUF files, run on the CPU backend:
+// LLaMA-family decoder models read from GGUF files, on any backend:
 // llama-1/2/3 and mistral-style files (general.architecture "llama") and
-// qwen2 (q/k/v biases, NEOX RoPE).
+// qwen2 (q/k/v biases, NEOX RoPE). The model is written once against the
+// op front-ends (core/ops.h): qembedding, rms_norm, qmatmul, rope,
+// scaled_dot_product_attention and swiglu, each run by the backend's
+// kernel or by core's composed default.
 //
-// Weights stay in the file's stored type inside the memory mapping (no
-// conversion of quantized weights at load; every matrix goes through
-// qmatmul). The KV cache is allocated once for the whole context and filled
-// in place.
+// Weights keep the file's stored type (every matrix goes through qmatmul):
+// the CPU uses them in place in the memory mapping, a device backend
+// receives each tensor's blocks once at load (Backend::wrap). The KV cache
+// is allocated once for the whole context and filled in place.
 //
-//   cpu::Backend cpu;
-//   auto model = llama::load("model.gguf", cpu);
+//   auto model = llama::load("model.gguf", backend);  // cpu, cuda, ...
 //   Tensor logits = model->forward(prompt_ids, 0);  // f32 [1, n_vocab]
 //   logits = model->forward(next_id, model->n_past());
 #pragma once
@@ -24,10 +26,6 @@
 #include "nascent/io/gguf_reader.h"
 
 namespace nascent::llama {
-
-// How RoPE pairs the dimensions of a head, as llama.cpp: NORM rotates
-// (2i, 2i + 1) (llama), NEOX rotates (i, i + rope_dim / 2) (qwen2).
-enum class RopeType { norm, neox };
 
 // The hyper-parameters, from the `<arch>.` metadata keys (llama.cpp's
 // names) and the tensors' shapes.
@@ -48,7 +46,7 @@ struct Config {
   // (<arch>.rope.scaling.factor with rope.scaling.type "linear", or the
   // older rope.scale_linear). 1: none.
   double rope_scale = 1.0;
-  RopeType rope_type = RopeType::norm;
+  RopeMode rope_mode = RopeMode::norm;  // neox for qwen2.
   bool tied_output = false;  // No output.weight: token_embd is reused.
   bool qkv_bias = false;     // attn_{q,k,v}.bias present (qwen2).
   bool rope_freqs = false;   // rope_freqs.weight present (llama 3.1).
@@ -111,8 +109,8 @@ class Model {
 // Opens and maps the file, reads the Config and checks every tensor the
 // model uses: present, of a type qmatmul computes with, of the shape the
 // Config implies (FormatError naming the file and the tensor otherwise).
-// IoError when the file cannot be read; BackendError unless `backend` is a
-// CPU backend (the weights are used in place in the mapping).
+// IoError when the file cannot be read. The model runs where `backend`
+// does; its tensors (logits included) live there.
 std::shared_ptr<Model> load(const std::string& path, Backend& backend,
                             LoadOptions options = {});
 std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,

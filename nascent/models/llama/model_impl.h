@@ -1,52 +1,47 @@
-// The CPU implementation of llama::Model (internal to models/llama).
+// The implementation of llama::Model (internal to models/llama): the
+// weights as tensors of the model's backend, the KV cache, the forward pass.
 #pragma once
 
+#include <span>
 #include <vector>
 
+#include "nascent/core/ops.h"
 #include "nascent/models/llama/model.h"
 
 namespace nascent::llama::detail {
 
-// A matrix in the file's stored type: u8 [rows, row bytes] over the mapping.
-struct Matrix {
-  Tensor w;
-  QuantType type = QuantType::f32;
-};
-
 struct Layer {
   Tensor attn_norm, ffn_norm;  // f32 [n_embd].
-  Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  QuantWeight wq, wk, wv, wo, w_gate, w_up, w_down;
   Tensor bq, bk, bv;  // f32, qkv_bias only.
 };
 
-class CpuModel final : public Model {
+class Transformer final : public Model {
  public:
-  CpuModel(Config config, std::shared_ptr<const gguf::Reader> file,
-           Backend& backend, int64_t n_ctx);
+  Transformer(Config config, std::shared_ptr<const gguf::Reader> file,
+              Backend& backend, int64_t n_ctx);
   Tensor forward(std::span<const int32_t> tokens, int64_t n_past,
                  LogitsMode mode) override;
 
  private:
+  // load.cpp
   void load_weights();
-  Matrix matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  QuantWeight matrix(const std::string& name, int64_t rows, int64_t cols) const;
   Tensor vec(const std::string& name, int64_t n) const;
-  // One batch at positions [pos0, pos0 + tokens.size()): logits of the last
-  // `n_out` tokens, or nothing for n_out = 0.
+  // forward.cpp: one batch at positions [pos0, pos0 + tokens.size()):
+  // logits of the last `n_out` tokens, or nothing for n_out = 0.
   Tensor run_batch(std::span<const int32_t> tokens, int64_t pos0,
                    int64_t n_out);
-  Tensor embed(std::span<const int32_t> tokens) const;
-  Tensor attention(const Tensor& q, int64_t layer, int64_t pos0,
-                   int64_t n) const;
+  Tensor attention(const Layer& layer, const Tensor& h, int64_t l,
+                   const Tensor& positions, int64_t pos0) const;
+  void feed_forward(const Layer& layer, Tensor& x) const;
 
-  Matrix token_embd_, output_;
+  QuantWeight token_embd_, output_;
   Tensor output_norm_;
-  std::vector<float> rope_freqs_;  // Divisors per pair (rope_freqs.weight).
+  Tensor rope_freqs_;  // f32 [rope_dim / 2] (rope_freqs.weight), or none.
+  RopeParams rope_;
   std::vector<Layer> layers_;
   std::vector<Tensor> k_cache_, v_cache_;  // f32 [n_head_kv, n_ctx, head_dim].
 };
 
-// RoPE in place on x f32 [n, heads, head_dim] (contiguous) for positions
-// pos0 .. pos0 + n - 1, computed in float the way ggml does (rope.cpp).
-void apply_rope(const Config& c, const std::vector<float>& freq_factors,
-                float* x, int64_t n, int64_t heads, int64_t pos0);
 }  // namespace nascent::llama::detail

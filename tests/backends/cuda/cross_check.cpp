@@ -246,24 +246,32 @@ void CrossCheckBackend::index(IndexOp op, const Tensor& x, int axis,
   compare(nascent::name(op), out, co, Tolerance::exact);
 }
 
-void CrossCheckBackend::quant(QuantOp op, QuantType type, const Tensor& w,
-                              const Tensor* x, Tensor& out) {
-  Tensor cw = shadow(w);
-  if (op == QuantOp::dequantize) {
-    Tensor co = shadow(out);
-    gpu_.quant(op, type, w, x, out);
-    cpu_.quant(op, type, cw, nullptr, co);
-    compare(nascent::name(op), out, co, Tolerance::exact);
+void CrossCheckBackend::quant(QuantOp op, const Tensor* x,
+                              std::span<const QuantArg> args) {
+  if (op != QuantOp::qmatmul) {
+    const QuantArg& a = args[0];
+    Tensor cw = shadow(*a.w), co = shadow(*a.out);
+    Tensor cx = x != nullptr ? shadow(*x) : Tensor();
+    const QuantArg c{a.type, &cw, &co};
+    gpu_.quant(op, x, args);
+    cpu_.quant(op, x != nullptr ? &cx : nullptr,
+               std::span<const QuantArg>(&c, 1));
+    compare(nascent::name(op), *a.out, co, Tolerance::exact);
     return;
   }
-  // The CPU's reference: W decoded to f32 [N, K], then x @ W^T.
-  const int64_t n = w.shape(0), k = x->shape(1);
-  Tensor cx = shadow(*x), co = shadow(out);
-  Tensor wf = Tensor::empty({n, k}, DType::f32, cpu_);
-  cpu_.quant(QuantOp::dequantize, type, cw, nullptr, wf);
-  gpu_.quant(op, type, w, x, out);
-  cpu_.matmul(cx, wf.transpose(0, 1), co);
-  compare(nascent::name(op), out, co, Tolerance::sums);
+  // The CPU's reference: each W decoded to f32 [N, K], then x @ W^T.
+  gpu_.quant(op, x, args);
+  Tensor cx = shadow(*x);
+  for (const QuantArg& a : args) {
+    const int64_t n = a.w->shape(0), k = x->shape(1);
+    Tensor cw = shadow(*a.w), co = shadow(*a.out);
+    Tensor wf = Tensor::empty({n, k}, DType::f32, cpu_);
+    const QuantArg decode{a.type, &cw, &wf};
+    cpu_.quant(QuantOp::dequantize, nullptr,
+               std::span<const QuantArg>(&decode, 1));
+    cpu_.matmul(cx, wf.transpose(0, 1), co);
+    compare(nascent::name(op), *a.out, co, Tolerance::sums);
+  }
 }
 
 void CrossCheckBackend::optim(OptimOp op, const OptimParams& p, Tensor& param,

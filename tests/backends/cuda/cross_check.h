@@ -63,11 +63,13 @@ class CrossCheckBackend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
-  // dequantize must match the CPU bit for bit; qmatmul is compared with the
-  // CPU's f32 product of the CPU-decoded weights (the CPU's own qmatmul
-  // rounds x to 8 bits, the GPU's does not).
-  void quant(QuantOp op, QuantType type, const Tensor& w, const Tensor* x,
-             Tensor& out) override;
+  // dequantize and qembedding must match the CPU bit for bit; qmatmul is
+  // compared with the CPU's f32 product of the CPU-decoded weights (the
+  // CPU's own qmatmul rounds x to 8 bits, the GPU's does not). rope,
+  // attention and glu are not overridden: their composed defaults run here,
+  // as on the GPU, and each op they are built from is compared.
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override;
   // The GPU's fused update against the CPU's: f16 and bf16 against the CPU's
   // f32 update of the same values (the GPU computes them in float and rounds
   // once; the CPU's own half update rounds after every composed op).

@@ -257,7 +257,7 @@ TEST(LlamaModel, ReadsConfig) {
   EXPECT_EQ(c.n_ff, 96);
   EXPECT_EQ(c.n_ctx_train, 256);
   EXPECT_DOUBLE_EQ(c.rope_scale, 2.0);
-  EXPECT_EQ(c.rope_type, llama::RopeType::norm);
+  EXPECT_EQ(c.rope_mode, RopeMode::norm);
   EXPECT_TRUE(c.tied_output);
   EXPECT_FALSE(c.qkv_bias);
   EXPECT_EQ(model->n_ctx(), 100);
