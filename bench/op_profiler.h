@@ -159,9 +159,9 @@ class OpProfiler final : public Backend {
     ws.reserve(args.size());
     outs.reserve(args.size());
     for (const QuantArg& a : args) {
-      ws.push_back(inner(*a.w));
+      ws.push_back(a.w ? inner(*a.w) : Tensor());
       outs.push_back(inner(*a.out));
-      in_args.push_back({a.type, &ws.back(), &outs.back()});
+      in_args.push_back({a.type, a.w ? &ws.back() : nullptr, &outs.back()});
     }
     in_.quant(op, x ? &xi : nullptr, in_args);
   }

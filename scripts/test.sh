@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
 # missing, builds the release preset with warnings as errors and runs ctest,
-# checks that core is device-free and that sources are clang-formatted, then
+# checks that core is device-free, that the layers above the backends reach
+# them only through core, and that sources are clang-formatted, then
 # runs the test suite as WebAssembly under node. Every check runs even after
 # one fails; the exit status is non-zero if any failed.
 # NASCENT_JOBS sets the build's parallelism (default 2).
@@ -51,6 +52,7 @@ if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"
 fi
 step check_core bash scripts/check_core.sh
+step check_layers bash scripts/check_layers.sh
 step clang-format format_check
 step wasm bash scripts/wasm_test.sh --gtest_brief=1
 

@@ -28,9 +28,10 @@ void Backend::quant(QuantOp op, const Tensor* x,
   outs.reserve(args.size());
   for (const QuantArg& a : args) {
     detail::begin_write(*a.out, false);
-    ws.push_back(detail::to_inner(*a.w));
+    ws.push_back(a.w != nullptr ? detail::to_inner(*a.w) : Tensor());
     outs.push_back(detail::to_inner(*a.out));
-    in_args.push_back({a.type, &ws.back(), &outs.back()});
+    in_args.push_back(
+        {a.type, a.w != nullptr ? &ws.back() : nullptr, &outs.back()});
   }
   const Tensor xi = x != nullptr ? detail::to_inner(*x) : Tensor();
   inner_.quant(op, x != nullptr ? &xi : nullptr, in_args);

@@ -128,8 +128,8 @@ struct AttentionParams {
 };
 
 // One weight of a quant op: a u8 [N, row_bytes(type, K)] of GGML blocks
-// whose rows are contiguous (the row stride may be larger), and for
-// qmatmul the f32 [M, N] where its product goes.
+// whose rows are contiguous (the row stride may be larger), and where the
+// op's result goes.
 struct QuantArg {
   QuantType type = QuantType::f32;
   const Tensor* w = nullptr;
@@ -218,9 +218,12 @@ class Backend {
   // W of K columns (a layer's q, k and v share x: a backend may quantize x
   // once for them and run them as one job). dequantize: x null, one arg,
   // out f32 [N, K]. qembedding: x the i64 [n] ids (in range), one arg, out
-  // f32 [n, K] the decoded rows. The default runs qembedding as
-  // index_select then dequantize and throws BackendError for the others,
-  // so a backend without them still builds and says what it lacks.
+  // f32 [n, K] the decoded rows. quantize: x a contiguous f32 [N, K], one
+  // arg with w null, out u8 [N, row_bytes] the rows encoded as quant.h's
+  // quantize_row does (byte for byte). The default runs qembedding as
+  // index_select then dequantize, quantize on the host through
+  // materialize, and throws BackendError for the others, so a backend
+  // without them still builds and says what it lacks.
   virtual void quant(QuantOp op, const Tensor* x,
                      std::span<const QuantArg> args);
   // One optimizer step written in place into param and the state (a

@@ -112,11 +112,12 @@ namespace nascent {
 // Products with weights stored as GGML blocks (quant.h): qmatmul is
 // x @ W^T with W a u8 [N, row_bytes] of blocks (several W sharing x in one
 // call), dequantize decodes them, qembedding decodes the rows of some ids
-// (ggml's get_rows).
+// (ggml's get_rows), quantize encodes f32 rows as blocks.
 #define NASCENT_QUANT_OPS(X)  \
   X(Quant, qmatmul, false)    \
   X(Quant, dequantize, false) \
-  X(Quant, qembedding, false)
+  X(Quant, qembedding, false) \
+  X(Quant, quantize, false)
 
 // The transformer's building blocks, as MLX's fast:: ops and ggml's
 // rope_ext / flash_attn_ext: each has a composed default in core (built

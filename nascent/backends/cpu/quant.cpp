@@ -242,6 +242,18 @@ void Backend::quant(QuantOp op, const Tensor* x,
     qmatmul_fused(data_ptr<const float>(*x), x->shape(0), x->shape(1), ls);
     return;
   }
+  if (op == QuantOp::quantize) {
+    const QuantArg& a = args[0];
+    const float* xp = data_ptr<const float>(*x);
+    auto* y = reinterpret_cast<uint8_t*>(byte_ptr(*a.out));
+    const int64_t k = x->shape(1), bytes = a.out->shape(1);
+    balanced_for(x->shape(0), row_grain(bytes), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        quantize_row(a.type, xp + r * k, y + r * bytes, k);
+      }
+    });
+    return;
+  }
   for (const QuantArg& a : args) {
     const Tensor& w = *a.w;
     const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
@@ -275,6 +287,8 @@ void Backend::quant(QuantOp op, const Tensor* x,
         qmatmul_rows(a.type, wp, ws, w.shape(0), data_ptr<float>(*x),
                      x->shape(0), x->shape(1), y);
         break;
+      case QuantOp::quantize:
+        break;  // Above.
     }
   }
 }

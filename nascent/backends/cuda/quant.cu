@@ -246,8 +246,11 @@ void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
 
 void Backend::quant(QuantOp op, const Tensor* x,
                     std::span<const QuantArg> args) {
-  // qembedding: the default's index_select of the rows, then dequantize.
-  if (op == QuantOp::qembedding) return nascent::Backend::quant(op, x, args);
+  // qembedding: the default's index_select of the rows, then dequantize;
+  // quantize: the default's reference quantizers on the host.
+  if (op == QuantOp::qembedding || op == QuantOp::quantize) {
+    return nascent::Backend::quant(op, x, args);
+  }
   DeviceGuard guard(ctx_->device);
   Context& ctx = *ctx_;
   for (const QuantArg& arg : args) {

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
+#include "nascent/core/ops.h"
 #include "nascent/io/gguf_reader.h"
 #include "nascent/io/gguf_writer.h"
 
@@ -326,20 +326,28 @@ QuantizeResult quantize_model(const std::string& in, const std::string& out,
         std::memcpy(dst.data(), src.data(), src.size());
         return;
       }
-      int64_t cols = p.shape.back();
-      int64_t rows = int64_t(src.size() / row_bytes(p.from, cols));
-      size_t in_stride = row_bytes(p.from, cols);
-      size_t out_stride = row_bytes(p.to, cols);
-      int64_t grain = std::max<int64_t>(1, 16384 / cols);
-      cpu::parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
-        std::vector<float> row(static_cast<size_t>(cols));
-        for (int64_t j = begin; j < end; ++j) {
-          dequantize_row(p.from, src.data() + size_t(j) * in_stride, row.data(),
-                         cols);
-          quantize_row(p.to, row.data(), dst.data() + size_t(j) * out_stride,
-                       cols);
-        }
-      });
+      // Decoded and encoded by ops of the default backend, in pieces of 16
+      // Mi values, reading the file's bytes in place where it can.
+      Backend& backend = default_backend();
+      const int64_t cols = p.shape.back();
+      const int64_t in_stride = int64_t(row_bytes(p.from, cols));
+      const int64_t out_stride = int64_t(row_bytes(p.to, cols));
+      const int64_t rows = int64_t(src.size()) / in_stride;
+      const Tensor weights = Tensor::make(
+          {rows, in_stride}, {in_stride, 1}, 0, DType::u8, backend,
+          backend.wrap(
+              std::shared_ptr<const void>(src.data(), [](const void*) {}),
+              src.data(), src.size()));
+      const int64_t piece =
+          std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(cols, 1));
+      for (int64_t r0 = 0; r0 < rows; r0 += piece) {
+        const int64_t n = std::min(piece, rows - r0);
+        const Tensor q =
+            quantize(dequantize(weights.narrow(0, r0, n), p.from), p.to);
+        const HostBytes host = backend.materialize(q);
+        std::memcpy(dst.data() + r0 * out_stride, host.data + q.offset(),
+                    size_t(n * out_stride));
+      }
     };
     w.add_tensor(p.name, p.shape, p.to, produce);
   }

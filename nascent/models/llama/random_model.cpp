@@ -1,50 +1,31 @@
 #include "nascent/models/llama/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
+#include "nascent/core/ops.h"
 #include "nascent/io/gguf_reader.h"
 #include "nascent/io/gguf_writer.h"
 
 namespace nascent::llama {
 namespace {
 
-// SplitMix64: a counter-based stream, so any row can be generated alone.
+// SplitMix64's finaliser: independent seeds for the tensors.
 uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-class RowRng {
- public:
-  RowRng(uint64_t seed, uint64_t tensor, uint64_t row)
-      : state_(mix(seed ^ mix(tensor * 0x9e3779b97f4a7c15ull + 1) ^
-                   mix(row + 0x632be59bd9b4e019ull))) {}
-  // In (0, 1): Box-Muller takes its logarithm.
-  double uniform() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    return (double(mix(state_) >> 11) + 0.5) * 0x1.0p-53;
-  }
-  // Standard normals, two at a time (Box-Muller).
-  void normals(float* out, int64_t n) {
-    constexpr double kTwoPi = 6.283185307179586;
-    for (int64_t i = 0; i < n; i += 2) {
-      double r = std::sqrt(-2.0 * std::log(uniform()));
-      double t = kTwoPi * uniform();
-      out[i] = float(r * std::cos(t));
-      if (i + 1 < n) out[i + 1] = float(r * std::sin(t));
-    }
-  }
-
- private:
-  uint64_t state_;
-};
+// Rows per piece of a tensor generated at once: 16 Mi values.
+int64_t rows_per_piece(int64_t cols) {
+  return std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(cols, 1));
+}
 
 void check_positive(int64_t v, const char* what) {
   if (v <= 0) {
@@ -254,19 +235,24 @@ void write_random_model(const RandomModelConfig& config,
           s.name, cols, name(type), block_size(type)));
     }
     int64_t rows = s.shape.size() == 1 ? 1 : s.shape[0];
-    uint64_t seed = config.seed;
-    bool norm = s.norm;
+    const uint64_t seed = mix(config.seed ^ mix(t * 0x9e3779b97f4a7c15ull + 1));
+    const bool norm = s.norm;
     auto produce = [=](std::span<std::byte> out) {
-      size_t stride = row_bytes(type, cols);
-      float scale = norm ? 0.1f : float(1.0 / std::sqrt(double(cols)));
-      cpu::parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
-        std::vector<float> row(static_cast<size_t>(cols));
-        for (int64_t r = begin; r < end; ++r) {
-          RowRng(seed, t, uint64_t(r)).normals(row.data(), cols);
-          for (float& v : row) v = norm ? 1.0f + scale * v : scale * v;
-          quantize_row(type, row.data(), out.data() + size_t(r) * stride, cols);
-        }
-      });
+      Backend& backend = default_backend();
+      const size_t stride = row_bytes(type, cols);
+      const double scale = norm ? 0.1 : 1.0 / std::sqrt(double(cols));
+      // Philox normals (the same on every backend and thread count), in
+      // pieces of rows, encoded by the quantize op.
+      Generator gen(seed);
+      const int64_t piece = rows_per_piece(cols);
+      for (int64_t r0 = 0; r0 < rows; r0 += piece) {
+        const int64_t n = std::min(piece, rows - r0);
+        Tensor v = normal({n, cols}, norm ? 1.0 : 0.0, scale, backend, gen);
+        const Tensor q = quantize(v, type);
+        const HostBytes host = backend.materialize(q);
+        std::memcpy(out.data() + size_t(r0) * stride,
+                    host.data + size_t(q.offset()), size_t(n) * stride);
+      }
     };
     w.add_tensor(s.name, s.shape, type, produce);
   }

@@ -4,9 +4,9 @@
 //
 // Every 2-D weight is normal * 1/sqrt(fan_in) (fan_in: the row length), so
 // activations keep unit scale through the layers and the logits stay
-// well-conditioned; norm weights are 1 + 0.1 * normal. Values come from a
-// counter-based generator keyed by (seed, tensor, row), so a file is the same
-// whatever the thread count.
+// well-conditioned; norm weights are 1 + 0.1 * normal. Values come from the
+// counter-based normal op (Philox) seeded per (seed, tensor), so a file is
+// the same whatever the thread count or backend.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,7 @@ gguf::Metadata synthetic_spm_vocab(int64_t n_vocab);
 gguf::Metadata random_model_metadata(const RandomModelConfig& config);
 
 // Writes the model to `path` (atomically, through gguf::Writer; each tensor
-// is generated while it is written, on all threads of the CPU backend).
+// is generated while it is written, by ops of the default backend).
 void write_random_model(const RandomModelConfig& config,
                         const std::string& path);
 

@@ -250,9 +250,9 @@ void CrossCheckBackend::quant(QuantOp op, const Tensor* x,
                               std::span<const QuantArg> args) {
   if (op != QuantOp::qmatmul) {
     const QuantArg& a = args[0];
-    Tensor cw = shadow(*a.w), co = shadow(*a.out);
+    Tensor cw = a.w != nullptr ? shadow(*a.w) : Tensor(), co = shadow(*a.out);
     Tensor cx = x != nullptr ? shadow(*x) : Tensor();
-    const QuantArg c{a.type, &cw, &co};
+    const QuantArg c{a.type, a.w != nullptr ? &cw : nullptr, &co};
     gpu_.quant(op, x, args);
     cpu_.quant(op, x != nullptr ? &cx : nullptr,
                std::span<const QuantArg>(&c, 1));

@@ -1,7 +1,9 @@
 // llama::Model against the float64 reference of test_model.h on random
 // models: all positions' logits, batched == token by token through the
 // cache, GQA/MQA, tied output, quantized weights, qwen2, RoPE variants; and
-// the errors of bad files and bad calls.
+// the errors of bad files and bad calls. The reference cases run on the CPU
+// with its fused transformer kernels and again with them hidden (core's
+// composed defaults, what a backend without those kernels runs).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +25,16 @@ using Rows = std::vector<std::vector<double>>;
 cpu::Backend& backend() {
   static cpu::Backend b;
   return b;
+}
+
+cpu::Backend& composed() {
+  static cpu::Backend b(cpu::Options{.fused = false});
+  return b;
+}
+
+// Both: every reference comparison runs on each.
+std::vector<Backend*> backends() {
+  return {&backend(), &composed()};
 }
 
 std::vector<int32_t> random_tokens(size_t n, int64_t vocab, uint64_t seed) {
@@ -68,23 +80,26 @@ void check_model(const ModelSpec& spec, size_t n_tokens, double tol) {
       random_tokens(n_tokens, spec.n_vocab, spec.seed + 7);
   const Rows want = reference_logits(path, tokens);
 
-  auto model = llama::load(path, backend());
-  const Tensor all = model->forward(tokens, 0, LogitsMode::all);
-  EXPECT_EQ(all.shape(), (Shape{int64_t(n_tokens), spec.n_vocab}));
-  EXPECT_EQ(model->n_past(), int64_t(n_tokens));
-  const Rows got = rows_of(all);
-  EXPECT_LT(rel_error(got, want), tol) << "batched, " << name(spec.type);
+  for (Backend* b : backends()) {
+    SCOPED_TRACE(b->name());
+    auto model = llama::load(path, *b);
+    const Tensor all = model->forward(tokens, 0, LogitsMode::all);
+    EXPECT_EQ(all.shape(), (Shape{int64_t(n_tokens), spec.n_vocab}));
+    EXPECT_EQ(model->n_past(), int64_t(n_tokens));
+    const Rows got = rows_of(all);
+    EXPECT_LT(rel_error(got, want), tol) << "batched, " << name(spec.type);
 
-  model->reset();
-  Rows stepped;
-  for (size_t t = 0; t < n_tokens; ++t) {
-    const Tensor one = model->forward({&tokens[t], 1}, int64_t(t));
-    EXPECT_EQ(one.shape(), (Shape{1, spec.n_vocab}));
-    stepped.push_back(rows_of(one)[0]);
+    model->reset();
+    Rows stepped;
+    for (size_t t = 0; t < n_tokens; ++t) {
+      const Tensor one = model->forward({&tokens[t], 1}, int64_t(t));
+      EXPECT_EQ(one.shape(), (Shape{1, spec.n_vocab}));
+      stepped.push_back(rows_of(one)[0]);
+    }
+    // Same arithmetic up to the order of the attention sums.
+    EXPECT_LT(rel_error(stepped, got), 1e-5) << "token by token";
+    EXPECT_LT(rel_error(stepped, want), tol) << "token by token";
   }
-  // Same arithmetic up to the order of the attention sums.
-  EXPECT_LT(rel_error(stepped, got), 1e-5) << "token by token";
-  EXPECT_LT(rel_error(stepped, want), tol) << "token by token";
 }
 
 TEST(LlamaModel, F32GqaMatchesReference) {
@@ -177,23 +192,26 @@ TEST(LlamaModel, LongPromptSpansBatches) {
   write_model(s, path);
   const std::vector<int32_t> tokens = random_tokens(530, s.n_vocab, 3);
   const Rows want = reference_logits(path, tokens);
-  auto model = llama::load(path, backend());
-  EXPECT_LT(
-      rel_error(rows_of(model->forward(tokens, 0, LogitsMode::all)), want),
-      5e-5);
-  // Only the last row by default.
-  model->reset();
-  const Tensor last = model->forward(tokens, 0);
-  EXPECT_EQ(last.shape(), (Shape{1, s.n_vocab}));
-  EXPECT_LT(rel_error(rows_of(last), {want.back()}), 5e-5);
+  for (Backend* b : backends()) {
+    SCOPED_TRACE(b->name());
+    auto model = llama::load(path, *b);
+    EXPECT_LT(
+        rel_error(rows_of(model->forward(tokens, 0, LogitsMode::all)), want),
+        5e-5);
+    // Only the last row by default.
+    model->reset();
+    const Tensor last = model->forward(tokens, 0);
+    EXPECT_EQ(last.shape(), (Shape{1, s.n_vocab}));
+    EXPECT_LT(rel_error(rows_of(last), {want.back()}), 5e-5);
+  }
 }
 
 TEST(LlamaModel, PromptWorkingSetIsBounded) {
   // A prompt's activations stay a few [n, width] tensors: attention keeps
   // one block of scores per thread, not the [heads, n, n] scores and
   // probabilities (2 x 4.5 MiB here), and the FFN's intermediates are
-  // reused in place. Peak tensor bytes of a fresh backend: the KV cache, the
-  // norm weights and the activations.
+  // freed block by block. Peak tensor bytes of a fresh backend: the KV cache,
+  // the norm weights and the activations.
   ModelSpec s;
   s.n_embd = 64;
   s.n_head = 8;
