@@ -98,6 +98,16 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
+  // The transformer ops run the wrapped backend's kernels; their rules are
+  // composed from core ops (rope.cpp, attention.cpp, glu.cpp).
+  void rope(const Tensor& x, const Tensor& positions,
+            const Tensor* freq_factors, const RopeParams& p,
+            Tensor& out) override;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor* mask, const AttentionParams& p,
+                 Tensor& out) override;
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override;
   // Quantized weights: forwarded, never recorded (quant.cpp).
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;

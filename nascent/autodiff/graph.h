@@ -194,4 +194,8 @@ class Saved {
   bool output_ = false;
 };
 
+// act'(x) for the activations of the gated units (silu, gelu_tanh), in
+// differentiable ops: shared by the unary and glu rules (unary.cpp).
+Tensor activation_derivative(UnaryOp op, const Tensor& x);
+
 }  // namespace nascent::autodiff::detail

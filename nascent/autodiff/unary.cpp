@@ -95,19 +95,9 @@ Tensor UnaryNode::rule(const Tensor& g, const Tensor& x,
       Tensor pdf = mul(exp(mul(square(x), -0.5)), 1.0 / std::sqrt(2.0 * kPi));
       return mul(g, add(cdf, mul(x, pdf)));
     }
-    case UnaryOp::gelu_tanh: {
-      const double k = std::sqrt(2.0 / kPi), c = 0.044715;
-      Tensor x2 = square(x);
-      Tensor t = tanh(mul(mul(add(mul(x2, c), 1.0), x), k));
-      Tensor du = mul(add(mul(x2, 3.0 * c), 1.0), k);
-      Tensor d = add(mul(add(t, 1.0), 0.5),
-                     mul(mul(mul(x, 0.5), 1.0 - square(t)), du));
-      return mul(g, d);
-    }
-    case UnaryOp::silu: {  // s (1 + x (1 - s))
-      Tensor s = sigmoid(x);
-      return mul(g, mul(s, add(mul(x, 1.0 - s), 1.0)));
-    }
+    case UnaryOp::gelu_tanh:
+    case UnaryOp::silu:
+      return mul(g, detail::activation_derivative(op_, x));
     case UnaryOp::erf:
       return mul(g, mul(exp(neg(square(x))), 2.0 / std::sqrt(kPi)));
     case UnaryOp::reciprocal:
@@ -130,6 +120,31 @@ Tensor UnaryNode::rule(const Tensor& g, const Tensor& x,
 }
 
 }  // namespace
+
+namespace detail {
+
+Tensor activation_derivative(UnaryOp op, const Tensor& x) {
+  switch (op) {
+    case UnaryOp::gelu_tanh: {
+      const double k = std::sqrt(2.0 / kPi), c = 0.044715;
+      Tensor x2 = square(x);
+      Tensor t = tanh(mul(mul(add(mul(x2, c), 1.0), x), k));
+      Tensor du = mul(add(mul(x2, 3.0 * c), 1.0), k);
+      return add(mul(add(t, 1.0), 0.5),
+                 mul(mul(mul(x, 0.5), 1.0 - square(t)), du));
+    }
+    case UnaryOp::silu: {  // s (1 + x (1 - s))
+      Tensor s = sigmoid(x);
+      return mul(s, add(mul(x, 1.0 - s), 1.0));
+    }
+    default:
+      break;
+  }
+  throw Error(std::string("autodiff: activation_derivative has no rule for ") +
+              nascent::name(op));
+}
+
+}  // namespace detail
 
 void Backend::unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
                     Tensor& out) {

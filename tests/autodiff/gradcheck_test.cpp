@@ -4,6 +4,14 @@
 
 #include "autodiff/gradcheck.h"
 
+namespace nascent {
+// Lets gtest print an Op parameter by name, not as "2-byte object <4F-00>"
+// (the same definition as conformance/registry.h's).
+inline void PrintTo(Op op, std::ostream* os) {
+  *os << name(op);
+}
+}  // namespace nascent
+
 namespace nascent::autodiff::testing {
 namespace {
 
