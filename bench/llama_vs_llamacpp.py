@@ -15,7 +15,15 @@ ru_maxrss as the kernel reports it to this script when the process ends
 threads' stacks, and for llama.cpp the Python interpreter that hosts it.
 
   build/venv/bin/python3 bench/llama_vs_llamacpp.py build/rel/nascent \\
-      [--data ../shared/data] [--threads 2] [--reps 3] [--work build/bench]
+      [--data ../shared/data] [--threads 2] [--reps 3] [--work build/bench] \\
+      [--devices cpu,cpu:composed] [--baseline OTHER/nascent] [--rounds 2]
+
+--devices measures nascent on each device it names (cpu:composed: the CPU
+with its fused transformer kernels hidden, what a backend without them
+pays); --baseline measures another build of nascent (the code before a
+change) the same way; --rounds repeats the whole set with the engines in
+turn, so each ratio is taken against llama.cpp in the same round and the
+spread between rounds shows.
 
 The F16 file is written by `nascent make-model`, the others by `nascent
 quantize` (whose tensors are byte-identical to llama-quantize's). The files
@@ -113,11 +121,12 @@ def warm_page_cache(path):
             pass
 
 
-def nascent_numbers(binary, path, a):
+def nascent_numbers(binary, path, a, device=None):
     warm_page_cache(path)
     out, rss = run_with_rss([binary, "bench", "-m", path, "-p", str(a.prompt),
                              "-n", str(a.gen), "-t", str(a.threads), "-r",
-                             str(a.reps), "--json"])
+                             str(a.reps), "--json"]
+                            + (["-d", device] if device else []))
     rows = json.loads(out)
     res = {"load_ms": rows[0]["load_ms"], "ttft_ms": rows[0]["ttft_ms"],
            "peak_rss_bytes": rss}
@@ -152,6 +161,14 @@ def main():
     p.add_argument("--work", default="build/bench_llama")
     p.add_argument("--types", default="F16,Q8_0,Q4_K_M")
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--devices", default="cpu",
+                   help="nascent's devices, comma-separated (cpu, "
+                   "cpu:composed, cuda)")
+    p.add_argument("--baseline",
+                   help="another nascent binary measured the same way (its "
+                   "CPU only): the code before a change")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds of all engines in turn")
     p.add_argument("--omp-passive", action="store_true",
                    help="OMP_WAIT_POLICY=passive for llama.cpp: its OpenMP "
                    "threads sleep instead of spinning at barriers (fairer "
@@ -189,52 +206,76 @@ def main():
     print(f"llama-cpp-python {llama_cpp.__version__}, {a.threads} threads, "
           f"{a.reps} repetitions, pp{a.prompt} / tg{a.gen}; load average "
           f"{os.getloadavg()[0]:.1f}\n", flush=True)
-    rows = []
+    engines = []
+    if a.baseline:
+        engines.append(("before", a.baseline, None))
+    for d in a.devices.split(","):
+        engines.append((f"nascent {d}" if a.devices != "cpu" else "nascent",
+                        a.nascent, d if a.devices != "cpu" else None))
+    # results[typ][engine label] = one dict per round; "llama.cpp" too.
+    results = {typ: {} for typ in files}
+    for rnd in range(a.rounds):
+        for typ, path in files.items():
+            for label, binary, device in engines:
+                r = nascent_numbers(binary, path, a, device)
+                results[typ].setdefault(label, []).append(r)
+                print(f"round {rnd + 1} {typ} {label}: {json.dumps(r)}",
+                      flush=True)
+            r = llama_cpp_numbers(path, a)
+            results[typ].setdefault("llama.cpp", []).append(r)
+            print(f"round {rnd + 1} {typ} llama.cpp: {json.dumps(r)}",
+                  flush=True)
+    width = max(len(e[0]) for e in engines)
+    hdr = (f"| {'model':<7} | {'test':<5} | {'engine':<{width}} | "
+           f"{'t/s':>15} | {'llama.cpp t/s':>15} | {'ratio':>6} | "
+           f"{'rounds':>11} | {'target':>8} |")
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
+    for typ in files:
+        theirs_all = results[typ]["llama.cpp"]
+        for test, n in (("pp", a.prompt), ("tg", a.gen)):
+            t_all = [x for r in theirs_all for x in r[test]]
+            for label, _, _ in engines:
+                ours_all = results[typ][label]
+                o_all = [x for r in ours_all for x in r[test]]
+                per_round = [mean(o[test]) / mean(t[test])
+                             for o, t in zip(ours_all, theirs_all)]
+                ratio = mean(per_round)
+                target = TARGETS.get((typ, test))
+                mark = "" if target is None else (
+                    f">={target}" + (" ok" if ratio >= target else " MISS"))
+                spread = ", ".join(f"{x:.2f}" for x in per_round)
+                print(f"| {typ:<7} | {test}{n:<3} | {label:<{width}} | "
+                      f"{mean(o_all):>8.2f} ± {sd(o_all):<4.2f} | "
+                      f"{mean(t_all):>8.2f} ± {sd(t_all):<4.2f} | "
+                      f"{ratio:>6.2f} | {spread:>11} | {mark:>8} |")
+    print()
+    print(f"| {'model':<7} | {'engine':<{width}} | {'file':>9} | "
+          f"{'RSS':>9} | {'bound':>9} | {'TTFT':>9} |")
+    gib = 1024.0 ** 3
     for typ, path in files.items():
         size = os.path.getsize(path)
         kv = N_LAYER * 2 * N_KV * HEAD_DIM * 4 * max(a.prompt, a.gen)
-        ours = nascent_numbers(a.nascent, path, a)
-        print(f"{typ} nascent: {json.dumps(ours)}", flush=True)
-        theirs = llama_cpp_numbers(path, a)
-        print(f"{typ} llama.cpp: {json.dumps(theirs)}", flush=True)
-        rows.append((typ, size, kv, ours, theirs))
-    hdr = (f"| {'model':<7} | {'test':<5} | {'nascent t/s':>15} | "
-           f"{'llama.cpp t/s':>15} | {'ratio':>6} | {'target':>6} |")
-    print(hdr)
-    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
-    for typ, size, kv, ours, theirs in rows:
-        for test, n in (("pp", a.prompt), ("tg", a.gen)):
-            o, t = ours[test], theirs[test]
-            ratio = mean(o) / mean(t)
-            target = TARGETS.get((typ, test))
-            mark = "" if target is None else (
-                f">={target}" + (" ok" if ratio >= target else " MISS"))
-            print(f"| {typ:<7} | {test}{n:<3} | "
-                  f"{mean(o):>8.2f} ± {sd(o):<4.2f} | "
-                  f"{mean(t):>8.2f} ± {sd(t):<4.2f} | {ratio:>6.2f} | "
-                  f"{mark:>6} |")
-    print()
-    print(f"| {'model':<7} | {'file':>9} | {'RSS nascent':>11} | "
-          f"{'RSS llama.cpp':>13} | {'bound':>9} | {'TTFT nascent':>12} | "
-          f"{'TTFT llama.cpp':>14} |")
-    for typ, size, kv, ours, theirs in rows:
         bound = 1.1 * (size + kv)
-        gib = 1024.0 ** 3
-        ok = "ok" if ours["peak_rss_bytes"] <= bound else "MISS"
-        print(f"| {typ:<7} | {size / gib:7.2f} G | "
-              f"{ours['peak_rss_bytes'] / gib:9.2f} G | "
-              f"{theirs['peak_rss_bytes'] / gib:11.2f} G | "
-              f"{bound / gib:5.2f} G {ok:<2} | "
-              f"{ours['ttft_ms']:9.0f} ms | {theirs['ttft_ms']:11.0f} ms |")
+        for label in [e[0] for e in engines] + ["llama.cpp"]:
+            rs = results[typ][label]
+            rss = max(r["peak_rss_bytes"] for r in rs)
+            ttft = max(r["ttft_ms"] for r in rs)
+            ok = "" if label == "llama.cpp" else (
+                " ok" if rss <= bound else " MISS")
+            print(f"| {typ:<7} | {label:<{width}} | {size / gib:7.2f} G | "
+                  f"{rss / gib:7.2f} G | {bound / gib:5.2f} G{ok:<3} | "
+                  f"{ttft:6.0f} ms |")
     load = os.getloadavg()[0]
     if load > a.threads + 0.5:
         print(f"\nWARNING: load average {load:.1f} on this machine: other "
               "processes took CPU time; llama.cpp's OpenMP threads spin at "
               "its barriers and lose far more than nascent's under such "
               "load, so these ratios flatter nascent (--omp-passive is fairer then)")
-    print("\nRSS: peak of the whole process (load, pp, tg), ru_maxrss; bound: "
-          "file + f32 KV cache for the context + 10%; TTFT: load plus a "
-          "1-token prompt, page cache warm (target < 1000 ms)")
+    print("\nRSS: peak of the whole process (load, pp, tg), ru_maxrss, the "
+          "largest of the rounds; bound: file + f32 KV cache for the context "
+          "+ 10%; TTFT: load plus a 1-token prompt, page cache warm, the "
+          "largest of the rounds (target < 1000 ms)")
     if not a.keep:
         for path in set(files.values()) | {f16}:
             os.remove(path)
