@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Tests of `nascent generate` and `nascent chat` on a small random-weight
 LLaMA file written here (F32, GQA, a byte-level SentencePiece vocabulary):
-greedy determinism, the logits dump against greedy ids, stop strings,
-piped chat, and argument errors.
+greedy determinism, the logits dump against greedy ids, --device
+(cpu:composed gives the same greedy text and logits within float noise),
+stop strings, piped chat, and argument errors.
 
 Usage: generate_cli_test.py NASCENT_BINARY
 Exit status: 0 passed, 1 failed.
@@ -150,6 +151,27 @@ def main():
         want = max(range(n_vocab), key=lambda j: rows[-1][j])
         check(r.returncode == 0 and len(got) == 3 and got[0] == want,
               f"--print-ids {r.stdout!r} vs argmax {want}")
+
+        # The CPU with its fused transformer kernels hidden: the composed
+        # defaults compute the same model.
+        c = run(binary, *greedy, "-p", "the cat", "-n", "24", "-d",
+                "cpu:composed")
+        check(c.returncode == 0 and c.stdout == a.stdout,
+              f"--device cpu:composed: {c.stdout!r} vs {a.stdout!r} "
+              f"{c.stderr!r}")
+        dumpc = os.path.join(tmp, "logits_c.bin")
+        r = run(binary, *greedy, "--tokens", ",".join(map(str, ids)),
+                "--dump-logits", dumpc, "-n", "0", "--device", "cpu:composed")
+        rawc = open(dumpc, "rb").read() if os.path.exists(dumpc) else b""
+        rowsc = [struct.unpack_from(f"<{n_vocab}f", rawc, 4 * n_vocab * i)
+                 for i in range(len(rawc) // (4 * n_vocab))]
+        check(r.returncode == 0 and len(rowsc) == len(rows) and all(
+            max(abs(x - y) for x, y in zip(rows[i], rowsc[i])) < 1e-4
+            for i in range(len(rows))), f"composed logits {r.stderr!r}")
+        for args in (["generate", "-p", "x"], ["chat"]):
+            r = run(binary, *args, "-m", model, "-d", "tpu", stdin=b"")
+            check(r.returncode != 0 and b"unknown device 'tpu'" in r.stderr,
+                  f"{args[0]} --device tpu: {r.stderr!r}")
 
         # A stop string from the greedy text ends it there.
         text = a.stdout.decode(errors="replace").rstrip("\n")

@@ -101,6 +101,18 @@ def main():
                            "-n", "2", "-r", "1")
         check(rc == 0 and "| llama" in out and "pp8" in out and "tg2" in out
               and "peak RSS" in out, f"bench table: {out}{err}")
+        rc, out, err = run(binary, "bench", "-m", f("q.gguf"), "-p", "8",
+                           "-n", "2", "-r", "1", "--json", "-d",
+                           "cpu,cpu:composed")
+        check(rc == 0, f"bench -d cpu,cpu:composed: {err}")
+        if rc == 0:
+            rows = json.loads(out)
+            check([(r["backend"], r["test"]) for r in rows] ==
+                  [("cpu", "pp8"), ("cpu", "tg2"), ("cpu:composed", "pp8"),
+                   ("cpu:composed", "tg2")],
+                  f"bench devices {[(r['backend'], r['test']) for r in rows]}")
+        expect_error(binary, ["bench", "-m", f("m.gguf"), "-d", "tpu"],
+                     ["unknown device 'tpu'"], "bench -d tpu")
         expect_error(binary, ["bench", "-m", f("m.gguf"), "-t", "0"],
                      ["-t 0"], "bench -t 0")
         expect_error(binary, ["bench", "-m", f("absent.gguf")],
