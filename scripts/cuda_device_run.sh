@@ -11,7 +11,8 @@
 # BIN_DIR holds nascent_tests, cuda_bench, train_bench and nascent (and, in
 # lib/, shared libraries they need that the machine lacks); DATA, when set,
 # is a folder with Fashion-MNIST's IDX files for a `nascent train` on the
-# GPU. STAGES picks stages (default "tests bench conv train sanitize"; a device
+# GPU. STAGES picks stages (default "tests bench conv train llama sanitize";
+# a device
 # call lasts at most 10 minutes, so two calls may split them). Each stage has
 # its own time limit, so a hang in one still leaves the others' logs.
 set -uo pipefail
@@ -57,7 +58,7 @@ sharded() {
   rm -f "$out/$name".*.log
 }
 
-stages=" ${STAGES:-tests bench conv train sanitize} "
+stages=" ${STAGES:-tests bench conv train llama sanitize} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 export NASCENT_NUM_THREADS=2
@@ -128,6 +129,29 @@ if [[ -n "${DATA:-}" ]]; then
     --data "$DATA" -o gpu.safetensors && rm -f gpu.safetensors) 2>&1 |
     grep -v "^epoch .*\[" | tee -a "$out/train.log"
 fi
+
+fi
+
+# The LLaMA model on the GPU (through the CUDA backend's ops and core's
+# composed transformer ops): a TinyLlama-shaped random model as F16 and
+# Q4_K_M, `nascent bench` and a greedy `generate` on cuda.
+if want llama; then
+echo "=== llama ==="
+dir="${LLAMA_DIR:-/tmp/nascent-llama}"
+mkdir -p "$dir"
+{
+  "$bin/nascent" make-model "$dir/f16.gguf" --type f16 --dim 2048 \
+    --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab-size 32000 \
+    --ctx 2048 --seed 1 -t 16
+  "$bin/nascent" quantize -q -t 16 "$dir/f16.gguf" "$dir/q4_k_m.gguf" q4_k_m
+  for f in f16 q4_k_m; do
+    timeout 150 "$bin/nascent" bench -m "$dir/$f.gguf" -p 512 -n 64 -r 2 \
+      -d cuda
+  done
+  timeout 60 "$bin/nascent" generate -m "$dir/q4_k_m.gguf" \
+    -p "Once upon a time" -n 32 --temp 0 -d cuda
+} 2>&1 | tee "$out/llama.log"
+rm -rf "$dir"
 
 fi
 

@@ -247,11 +247,15 @@ void Backend::quant(QuantOp op, const Tensor* x,
     const float* xp = data_ptr<const float>(*x);
     auto* y = reinterpret_cast<uint8_t*>(byte_ptr(*a.out));
     const int64_t k = x->shape(1), bytes = a.out->shape(1);
-    balanced_for(x->shape(0), row_grain(bytes), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        quantize_row(a.type, xp + r * k, y + r * bytes, k);
-      }
-    });
+    // Small chunks taken in turn: the k-quant searches cost more on some
+    // rows than on others.
+    parallel_for(x->shape(0),
+                 std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) {
+                     quantize_row(a.type, xp + r * k, y + r * bytes, k);
+                   }
+                 });
     return;
   }
   for (const QuantArg& a : args) {
