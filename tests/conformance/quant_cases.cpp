@@ -1,8 +1,10 @@
 // Conformance cases for the quant family: weights quantized on the host by
 // the reference quantizers, moved to the backend, and compared with the
-// float64 product of the reference-decoded weights (dequantize: exactly).
-// x comes in every layout; the bound allows for x's 8-bit quantization
-// (see tests/backends/cpu/quant_qmatmul_test.cpp).
+// float64 product of the reference-decoded weights (dequantize and
+// qembedding: exactly). x comes in every layout; the bound allows for x's
+// 8-bit quantization (see tests/backends/cpu/quant_qmatmul_test.cpp).
+// qmatmul over several weights of different types in one call must give
+// each weight's single qmatmul.
 #include <cmath>
 
 #include "conformance/reference.h"
@@ -40,40 +42,47 @@ Weights make_weights(QuantType type, int64_t n, int64_t k, Backend& backend,
   return {bytes.to(backend), values};
 }
 
+// Expects got [m, n] to be x [m, k] @ W^T for W [n, k] decoded as `values`,
+// within the bound of x's 8-bit quantization (the block types) and the f32
+// sums.
+void expect_qmatmul(const std::vector<double>& got, const HostTensor& xh,
+                    const std::vector<float>& values, QuantType type, int64_t m,
+                    int64_t n, int64_t k, const std::string& what) {
+  const bool quantized_x = activation_quantized(type);
+  const int64_t xblock = block_size(type) == 256 ? 256 : 32;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0, magnitude = 0, x_error = 0;
+      for (int64_t b = 0; b < k; b += xblock) {
+        double amax = 0, wsum = 0;
+        for (int64_t p = b; p < std::min(k, b + xblock); ++p) {
+          const double wv = values[size_t(j * k + p)];
+          const double xv = xh.v[size_t(i * k + p)];
+          want += wv * xv;
+          magnitude += std::fabs(wv * xv);
+          amax = std::max(amax, std::fabs(xv));
+          wsum += std::fabs(wv);
+        }
+        x_error += wsum * amax / 127 / 2;
+      }
+      const double bound =
+          (quantized_x ? 1.001 * x_error : 0.0) + 1e-5 * magnitude + 1e-6;
+      ASSERT_NEAR(got[size_t(i * n + j)], want, bound)
+          << what << " [" << i << ", " << j << "]";
+    }
+  }
+}
+
 CONFORMANCE_CASE(qmatmul, "every weight type, every layout of x") {
   for (QuantType type : kTypes) {
     const int64_t k = block_size(type) == 1 ? 37 : 2 * block_size(type);
     const int64_t m = 3, n = 19;
     const Weights w = make_weights(type, n, k, backend, 3);
-    const bool quantized_x = activation_quantized(type);
-    const int64_t xblock = block_size(type) == 256 ? 256 : 32;
     for (Layout layout : kLayouts) {
       const Tensor x = random_tensor({m, k}, DType::f32, backend, 4, layout);
-      const HostTensor xh = to_host(x);
-      const std::vector<double> got =
-          qmatmul(x, w.bytes, type).to_vector<double>();
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double want = 0, magnitude = 0, x_error = 0;
-          for (int64_t b = 0; b < k; b += xblock) {
-            double amax = 0, wsum = 0;
-            for (int64_t p = b; p < std::min(k, b + xblock); ++p) {
-              const double wv = w.values[size_t(j * k + p)];
-              const double xv = xh.v[size_t(i * k + p)];
-              want += wv * xv;
-              magnitude += std::fabs(wv * xv);
-              amax = std::max(amax, std::fabs(xv));
-              wsum += std::fabs(wv);
-            }
-            x_error += wsum * amax / 127 / 2;
-          }
-          const double bound =
-              (quantized_x ? 1.001 * x_error : 0.0) + 1e-5 * magnitude + 1e-6;
-          ASSERT_NEAR(got[size_t(i * n + j)], want, bound)
-              << name(type) << " " << name(layout) << " [" << i << ", " << j
-              << "]";
-        }
-      }
+      expect_qmatmul(qmatmul(x, w.bytes, type).to_vector<double>(), to_host(x),
+                     w.values, type, m, n, k,
+                     fmt::format("{} {}", name(type), name(layout)));
     }
   }
 }
@@ -92,6 +101,131 @@ CONFORMANCE_CASE(dequantize, "every type, exactly the reference decode") {
         ASSERT_EQ(odd[size_t(r * k + c)], w.values[size_t((2 * r + 1) * k + c)])
             << name(type);
       }
+    }
+  }
+}
+
+CONFORMANCE_CASE(qembedding, "every type, i32 and i64 ids of several shapes") {
+  for (QuantType type : kTypes) {
+    const int64_t k = block_size(type) == 1 ? 37 : 2 * block_size(type);
+    const int64_t n = 11;
+    const Weights w = make_weights(type, n, k, backend, 7);
+    // Every other row of a twice larger weight: a row stride over the row.
+    const Weights w2 = make_weights(type, 2 * n, k, backend, 8);
+    const Tensor odd_rows = w2.bytes.slice(0, 1, 2 * n, 2);
+    struct Ids {
+      std::vector<int64_t> v;
+      Shape shape;
+    };
+    const Ids all_ids[] = {
+        {{4}, {}},                       // 0-d: one row [K]
+        {{0}, {1}},                      // the first row
+        {{10, 3, 3, 0, 7, 10, 3}, {7}},  // repeated ids, the last row
+        {{1, 2, 3, 4, 5, 6}, {2, 3}},    // 2-D (a batch of sequences)
+        {{9, 0, 8, 1, 7, 2, 6, 3, 5, 4, 5, 10}, {2, 2, 3}},
+        {{}, {0}},  // no ids: [0, K]
+    };
+    for (const Ids& ids : all_ids) {
+      for (DType dt : {DType::i32, DType::i64}) {
+        for (bool strided : {false, true}) {
+          // strided: the ids as a transposed view of their buffer.
+          Tensor t = from_vector(ids.v, ids.shape, backend).cast(dt);
+          if (strided && t.ndim() >= 2) {
+            t = t.transpose(-1, -2).contiguous().transpose(-1, -2);
+          } else if (strided) {
+            continue;
+          }
+          for (bool view : {false, true}) {
+            const Tensor& bytes = view ? odd_rows : w.bytes;
+            const std::vector<float>& values = view ? w2.values : w.values;
+            const Tensor got = qembedding(bytes, t, type);
+            const std::string what = fmt::format(
+                "{} ids {} {}{}{}", name(type), name(dt), to_string(ids.shape),
+                strided ? " transposed" : "", view ? " (odd rows)" : "");
+            Shape shape = ids.shape;
+            shape.push_back(k);
+            ASSERT_EQ(got.shape(), shape) << what;
+            EXPECT_EQ(got.dtype(), DType::f32) << what;
+            const std::vector<float> g = got.to_vector<float>();
+            for (size_t r = 0; r < ids.v.size(); ++r) {
+              const int64_t row = view ? 2 * ids.v[r] + 1 : ids.v[r];
+              for (int64_t c = 0; c < k; ++c) {
+                ASSERT_EQ(g[r * size_t(k) + size_t(c)],
+                          values[size_t(row * k + c)])
+                    << what << " id " << r << " column " << c;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+CONFORMANCE_CASE(qmatmul, "several weights of different types in one call") {
+  // One K for all: a multiple of every block size. A layer's q/k/v or
+  // gate/up, stored in different types (as llama.cpp's mixed quantizations
+  // do), and every other row of a larger weight (a row stride).
+  const int64_t k = 512;
+  struct Spec {
+    QuantType type;
+    int64_t n;
+    bool odd_rows;
+  };
+  const Spec specs[] = {
+      {QuantType::q4_k, 19, false}, {QuantType::q6_k, 7, false},
+      {QuantType::q8_0, 33, true},  {QuantType::f16, 5, false},
+      {QuantType::q4_0, 16, false}, {QuantType::bf16, 3, true},
+      {QuantType::f32, 9, false},   {QuantType::q5_k, 17, false},
+      {QuantType::q6_k, 0, false},  // No rows: an [M, 0] result.
+  };
+  std::vector<QuantWeight> weights;
+  std::vector<std::vector<float>> values;
+  uint64_t seed = 20;
+  for (const Spec& s : specs) {
+    if (!s.odd_rows) {
+      const Weights w = make_weights(s.type, s.n, k, backend, ++seed);
+      weights.push_back({w.bytes, s.type});
+      values.push_back(w.values);
+      continue;
+    }
+    const Weights w = make_weights(s.type, 2 * s.n, k, backend, ++seed);
+    weights.push_back({w.bytes.slice(0, 1, 2 * s.n, 2), s.type});
+    std::vector<float> v;
+    for (int64_t r = 1; r < 2 * s.n; r += 2) {
+      v.insert(v.end(), w.values.begin() + r * k,
+               w.values.begin() + (r + 1) * k);
+    }
+    values.push_back(v);
+  }
+  // One x row (generation: mat-vec tiles over all weights as one job), 3,
+  // and >= 8 (the packed paths); x of 3-D shape, transposed, and of no rows.
+  const Shape x_shapes[] = {{1, k}, {3, k}, {9, k}, {2, 5, k}, {0, k}};
+  for (const Shape& xs : x_shapes) {
+    for (Layout layout : {Layout::contiguous, Layout::transposed}) {
+      const Tensor x = random_tensor(xs, DType::f32, backend, ++seed, layout);
+      const int64_t m = x.numel() / k;
+      const HostTensor xh = to_host(x);
+      const std::vector<Tensor> outs = qmatmul(x, weights);
+      ASSERT_EQ(outs.size(), weights.size());
+      for (size_t i = 0; i < weights.size(); ++i) {
+        const QuantWeight& w = weights[i];
+        const std::string what =
+            fmt::format("{} of {} weights, x {} ({})", name(w.type),
+                        weights.size(), to_string(xs), name(layout));
+        Shape shape = xs;
+        shape.back() = w.w.shape(0);
+        ASSERT_EQ(outs[i].shape(), shape) << what;
+        // Each result is the one the single form gives (ops.h), and x @ W^T.
+        const std::vector<double> got = outs[i].to_vector<double>();
+        EXPECT_EQ(got, qmatmul(x, w).to_vector<double>()) << what;
+        expect_qmatmul(got, xh, values[i], w.type, m, w.w.shape(0), k, what);
+      }
+      // A single weight through the list form is the single form.
+      const std::vector<Tensor> one =
+          qmatmul(x, std::span<const QuantWeight>(weights.data(), 1));
+      ASSERT_EQ(one.size(), 1u);
+      EXPECT_EQ(one[0].to_vector<double>(), outs[0].to_vector<double>());
     }
   }
 }

@@ -1,5 +1,6 @@
-// Runs every registered case on every backend this build has, and fails for
-// any op of the table that has no case.
+// Runs every registered case on every backend this build has (the CPU with
+// and without its fused kernels), and fails for any op of the table that has
+// no case.
 #include <map>
 
 #include <gtest/gtest.h>
@@ -16,9 +17,13 @@ std::vector<Case>& cases() {
 
 namespace {
 
+// The CPU, and the CPU without its fused transformer kernels, so that core's
+// composed defaults (what a backend without those kernels runs) are proven
+// too.
 std::vector<Backend*> backends() {
   static cpu::Backend cpu;
-  return {&cpu};
+  static cpu::Backend composed(cpu::Options{.fused = false});
+  return {&cpu, &composed};
 }
 
 class OpConformance : public ::testing::TestWithParam<Op> {};

@@ -1,6 +1,7 @@
-// Validation of qmatmul, dequantize and quantize: each error has its type
-// and a message naming the op, the shapes and the weight type; and a
-// backend without the quant family says so instead of failing silently.
+// Validation of qmatmul (one weight or several), qembedding, dequantize and
+// quantize: each error has its type and a message naming the op, the shapes
+// and the weight type; and a backend without the quant family says so
+// instead of failing silently.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -105,6 +106,108 @@ TEST_F(QuantErrors, DequantizeAndQuantize) {
         quantize(make({2, 64}, DType::i32), QuantType::q8_0);
       },
       {"quantize", "i32[2, 64]"});
+}
+
+TEST_F(QuantErrors, QembeddingIds) {
+  const Tensor w = make({11, 18}, DType::u8);  // 11 rows of 32 q4_0 values.
+  auto ids = [&](const std::vector<int64_t>& v, DType dt) {
+    return from_vector(v, cpu_).cast(dt);
+  };
+  expect_error<ValueError>(
+      [&] {
+        qembedding(w, ids({3, 0, 11, 2}, DType::i32), QuantType::q4_0);
+      },
+      {"qembedding", "index 11", "flat position 2", "i32[4]", "[0, 11)",
+       "u8[11, 18]"});
+  expect_error<ValueError>(
+      [&] {
+        qembedding(w, ids({4, -1}, DType::i64), QuantType::q4_0);
+      },
+      {"qembedding", "index -1", "i64[2]", "[0, 11)"});
+  expect_error<ValueError>(
+      [&] {
+        qembedding(w, ids({1, 2, 3, 99}, DType::i64).reshape({2, 2}),
+                   QuantType::q4_0);
+      },
+      {"qembedding", "index 99", "i64[2, 2]"});
+  for (DType dt : {DType::f32, DType::u8, DType::boolean}) {
+    const Tensor bad = make({3}, dt);
+    expect_error<DTypeError>(
+        [&] { qembedding(w, bad, QuantType::q4_0); },
+        {"qembedding", "ids of i64 or i32", bad.to_string()});
+  }
+}
+
+TEST_F(QuantErrors, QembeddingWeights) {
+  const Tensor ids = make({2}, DType::i64);
+  expect_error<DTypeError>(
+      [&] {
+        qembedding(make({11, 18}), ids, QuantType::q4_0);
+      },
+      {"qembedding", "raw bytes (u8)", "f32[11, 18]", "q4_0"});
+  expect_error<ShapeError>(
+      [&] {
+        qembedding(make({2, 11, 18}, DType::u8), ids, QuantType::q4_0);
+      },
+      {"qembedding", "[N, bytes per row]", "u8[2, 11, 18] (q4_0)", "i64[2]"});
+  expect_error<ShapeError>(
+      [&] { qembedding(make({198}, DType::u8), ids, QuantType::q4_0); },
+      {"qembedding", "u8[198] (q4_0)"});
+  expect_error<ShapeError>(
+      [&] {
+        qembedding(make({11, 35}, DType::u8), ids, QuantType::q4_0);
+      },
+      {"qembedding", "u8[11, 35] (q4_0)", "35 bytes", "18-byte"});
+  expect_error<ShapeError>(
+      [&] {
+        qembedding(make({11, 200}, DType::u8), ids, QuantType::q6_k);
+      },
+      {"qembedding", "u8[11, 200] (q6_K)", "210-byte"});
+  cpu::Backend other;
+  expect_error<BackendError>(
+      [&] {
+        qembedding(make({11, 18}, DType::u8), zeros({2}, other, DType::i64),
+                   QuantType::q4_0);
+      },
+      {"qembedding", "different backends"});
+}
+
+TEST_F(QuantErrors, GroupedQmatmul) {
+  const Tensor x = make({2, 256});
+  expect_error<ValueError>([&] { qmatmul(x, std::span<const QuantWeight>()); },
+                           {"qmatmul", "no weights", "f32[2, 256]"});
+  // q4_K and f16 fit K = 256; the q8_0 weight in the middle holds rows of
+  // 288 values (9 blocks of 34 bytes) and is the one named.
+  const std::vector<QuantWeight> ws = {
+      {make({4, 144}, DType::u8), QuantType::q4_k},
+      {make({3, 306}, DType::u8), QuantType::q8_0},
+      {make({5, 512}, DType::u8), QuantType::f16}};
+  expect_error<ShapeError>(
+      [&] { qmatmul(x, ws); },
+      {"qmatmul", "f32[2, 256]", "u8[3, 306] (q8_0)", "272 bytes", "306"});
+  // A weight whose type's block size does not divide K (q4_K's 256 for
+  // K = 64, though q4_0 fits).
+  const std::vector<QuantWeight> odd = {
+      {make({4, 144}, DType::u8), QuantType::q4_k},
+      {make({2, 36}, DType::u8), QuantType::q4_0}};
+  expect_error<ShapeError>(
+      [&] {
+        qmatmul(make({2, 64}), odd);
+      },
+      {"qmatmul", "f32[2, 64]", "u8[4, 144] (q4_K)", "K = 64", "256"});
+  cpu::Backend other;
+  const std::vector<QuantWeight> elsewhere = {
+      {make({4, 144}, DType::u8), QuantType::q4_k},
+      {zeros({3, 272}, other, DType::u8), QuantType::q8_0}};
+  expect_error<BackendError>([&] { qmatmul(x, elsewhere); },
+                             {"qmatmul", "different backends", "u8[3, 272]"});
+  // The valid list runs.
+  const std::vector<QuantWeight> fine = {
+      {make({4, 144}, DType::u8), QuantType::q4_k},
+      {make({3, 272}, DType::u8), QuantType::q8_0}};
+  const std::vector<Tensor> outs = qmatmul(x, fine);
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(outs[1].shape(), (Shape{2, 3}));
 }
 
 TEST_F(QuantErrors, EmptyOperands) {
