@@ -105,6 +105,37 @@ CONFORMANCE_CASE(dequantize, "every type, exactly the reference decode") {
   }
 }
 
+CONFORMANCE_CASE(quantize, "every type, every layout, byte for byte") {
+  // The reference is quant.h's quantize_row on the host, whose bytes the
+  // peer test finds identical to llama.cpp's quantizer.
+  for (QuantType type : kTypes) {
+    const int64_t k = block_size(type) == 1 ? 37 : 2 * block_size(type);
+    for (DType dt : {DType::f32, DType::f64, DType::f16}) {
+      for (Layout layout : kLayouts) {
+        for (const Shape& shape : {Shape{1, k}, Shape{67, k}, Shape{2, 3, k}}) {
+          const Tensor x = random_tensor(shape, dt, backend, 9, layout);
+          const Tensor q = quantize(x, type);
+          Shape want_shape = shape;
+          want_shape.back() = int64_t(row_bytes(type, k));
+          ASSERT_EQ(q.shape(), want_shape) << name(type);
+          EXPECT_EQ(q.dtype(), DType::u8);
+          EXPECT_EQ(&q.backend(), &backend);
+          const std::vector<float> v = x.to_vector<float>();
+          std::vector<uint8_t> want(size_t(q.numel()));
+          const int64_t rows = x.numel() / k;
+          for (int64_t r = 0; r < rows; ++r) {
+            quantize_row(type, v.data() + r * k,
+                         want.data() + r * want_shape.back(), k);
+          }
+          EXPECT_EQ(q.to_vector<uint8_t>(), want)
+              << name(type) << " " << name(dt) << " " << to_string(shape) << " "
+              << name(layout);
+        }
+      }
+    }
+  }
+}
+
 CONFORMANCE_CASE(qembedding, "every type, i32 and i64 ids of several shapes") {
   for (QuantType type : kTypes) {
     const int64_t k = block_size(type) == 1 ? 37 : 2 * block_size(type);
