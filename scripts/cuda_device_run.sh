@@ -134,14 +134,18 @@ fi
 
 # The LLaMA model on the GPU (through the CUDA backend's ops and core's
 # composed transformer ops): a TinyLlama-shaped random model as F16 and
-# Q4_K_M, `nascent bench` and a greedy `generate` on cuda.
+# Q4_K_M (VOCAB: a GGUF whose vocabulary it takes, e.g. llama.cpp's
+# ggml-vocab-llama-spm.gguf; else a synthesised one of 5000 tokens),
+# `nascent bench` and a greedy `generate` on cuda.
 if want llama; then
 echo "=== llama ==="
 dir="${LLAMA_DIR:-/tmp/nascent-llama}"
 mkdir -p "$dir"
 {
+  if [[ -n "${VOCAB:-}" ]]; then vocab=(--vocab "$VOCAB"); else
+    vocab=(--vocab-size 5000); fi
   "$bin/nascent" make-model "$dir/f16.gguf" --type f16 --dim 2048 \
-    --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab-size 32000 \
+    --layers 22 --heads 32 --kv-heads 4 --ffn 5632 "${vocab[@]}" \
     --ctx 2048 --seed 1 -t 16
   "$bin/nascent" quantize -q -t 16 "$dir/f16.gguf" "$dir/q4_k_m.gguf" q4_k_m
   for f in f16 q4_k_m; do
