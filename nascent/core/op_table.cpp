@@ -36,10 +36,9 @@ const char* name(Op op) {
 
 const char* name(OpFamily family) {
   static const char* const kNames[] = {
-      "creation", "random", "copy",   "unary", "binary", "where",
-      "reduce",   "scan",   "matmul", "conv",  "pool",   "softmax",
-      "norm",     "index",  "quant",  "optim", "rope",  "attention",
-      "glu"};
+      "creation", "random", "copy", "unary",     "binary",  "where", "reduce",
+      "scan",     "matmul", "conv", "pool",      "softmax", "norm",  "index",
+      "quant",    "optim",  "rope", "attention", "glu"};
   return kNames[size_t(family)];
 }
 

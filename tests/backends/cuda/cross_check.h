@@ -63,8 +63,8 @@ class CrossCheckBackend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
-  // dequantize, qembedding and quantize must match the CPU bit for bit; qmatmul is
-  // compared with the CPU's f32 product of the CPU-decoded weights (the
+  // dequantize, qembedding and quantize must match the CPU bit for bit; qmatmul
+  // is compared with the CPU's f32 product of the CPU-decoded weights (the
   // CPU's own qmatmul rounds x to 8 bits, the GPU's does not). rope,
   // attention and glu are not overridden: their composed defaults run here,
   // as on the GPU, and each op they are built from is compared.
