@@ -1,6 +1,7 @@
 // Reverse-mode automatic differentiation as a Backend decorator (Burn's
-// design): autodiff::Backend wraps any Backend, forwards every op to it and
-// records what it needs for the gradient on a tape. Gradients are computed
+// design): autodiff::Backend wraps any Backend, forwards every op to it (a
+// ForwardingBackend, core/forwarding.h) and records what the differentiable
+// ones need for the gradient on a tape. Gradients are computed
 // with the core front-ends on the same backend, so they stay where the data
 // lives, and they are themselves differentiable (create_graph).
 //
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "nascent/core/backend.h"
+#include "nascent/core/forwarding.h"
 #include "nascent/core/tensor.h"
 
 namespace nascent::autodiff {
@@ -52,10 +54,9 @@ class Node;
 }  // namespace detail
 class Engine;
 
-class Backend final : public nascent::Backend {
+class Backend final : public ForwardingBackend {
  public:
   explicit Backend(nascent::Backend& inner);
-  nascent::Backend& inner() const { return inner_; }
 
   // A tensor of this backend sharing the storage of `t` (a tensor of the
   // wrapped backend), without history. The two handles see the same bytes,
@@ -65,18 +66,10 @@ class Backend final : public nascent::Backend {
   Tensor unwrap(const Tensor& t) const;
 
   std::string name() const override;
-  std::shared_ptr<BackendData> allocate(size_t nbytes) override;
-  std::shared_ptr<BackendData> upload(const void* host, size_t nbytes) override;
-  std::shared_ptr<BackendData> wrap(std::shared_ptr<const void> owner,
-                                    const void* data, size_t nbytes) override;
-  HostBytes materialize(const Tensor& t) override;
-  void set_persistent(const Tensor& t, bool persistent) override;
-  bool is_persistent(const Tensor& t) const override;
-  void trim() override;
-  MemoryStats memory_stats() const override;
 
-  void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
-  void random(RandomOp op, const RandomParams& p, Tensor& out) override;
+  // The differentiable families, recorded (one file each). The others
+  // (creation, random, quant, optim) are forwarded as they are: plain
+  // writes, whose versions and saved copies before()/after() keep.
   void copy(const Tensor& src, Tensor& dst) override;
   void unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
              Tensor& out) override;
@@ -98,8 +91,11 @@ class Backend final : public nascent::Backend {
             Tensor* rstd) override;
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
-  // The transformer ops run the wrapped backend's kernels; their rules are
-  // composed from core ops (rope.cpp, attention.cpp, glu.cpp).
+  // Quantized weights are constants: refuses an x with history (quant.cpp).
+  void quant(QuantOp op, const Tensor* x,
+             std::span<const QuantArg> args) override;
+  // The transformer ops: the wrapped backend's kernels forward, rules of
+  // their own backward (rope.cpp, attention.cpp, glu.cpp).
   void rope(const Tensor& x, const Tensor& positions,
             const Tensor* freq_factors, const RopeParams& p,
             Tensor& out) override;
@@ -108,15 +104,15 @@ class Backend final : public nascent::Backend {
                  Tensor& out) override;
   void glu(GluOp op, const Tensor& gate, const Tensor& up,
            Tensor& out) override;
-  // Quantized weights: forwarded, never recorded (quant.cpp).
-  void quant(QuantOp op, const Tensor* x,
-             std::span<const QuantArg> args) override;
-  // Optimizer updates: in-place writes, never recorded (backend.cpp).
-  void optim(OptimOp op, const OptimParams& p, Tensor& param,
-             const Tensor& grad, Tensor* state0, Tensor* state1) override;
 
- private:
-  nascent::Backend& inner_;
+ protected:
+  Tensor to_inner(const Tensor& t) const override;
+  std::shared_ptr<BackendData> wrap_storage(std::shared_ptr<BackendData> inner,
+                                            size_t nbytes) override;
+  // The write protocol of the ops forwarded unrecorded (backend.cpp).
+  void before(Op op, std::span<const Tensor* const> inputs,
+              std::span<Tensor* const> written) override;
+  void after(Op op, std::span<Tensor* const> written) override;
 };
 
 // Marks `t` (floating, on an autodiff backend, without history of its own) as

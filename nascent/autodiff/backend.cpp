@@ -1,7 +1,6 @@
-// The decorator's storage side (everything delegates to the wrapped
-// backend, around our Storage) and the ops that only write: create, random
-// and copy (cast, contiguous, and the writes into views behind cat, pad and
-// assign).
+// The decorator's storage side (the wrapped backend's storage inside our
+// Storage), the write protocol of the ops it forwards unrecorded, and copy
+// (cast, contiguous, and the writes into views behind cat, pad and assign).
 #include <fmt/format.h>
 
 #include "nascent/autodiff/graph.h"
@@ -9,26 +8,37 @@
 namespace nascent::autodiff {
 
 using detail::Edge;
-using detail::to_inner;
 
-Backend::Backend(nascent::Backend& inner) : inner_(inner) {}
+Backend::Backend(nascent::Backend& inner) : ForwardingBackend(inner) {}
 
 std::string Backend::name() const {
   return "autodiff(" + inner_.name() + ")";
 }
 
-std::shared_ptr<BackendData> Backend::allocate(size_t nbytes) {
-  return std::make_shared<detail::Storage>(inner_.allocate(nbytes), nbytes);
+Tensor Backend::to_inner(const Tensor& t) const {
+  return detail::to_inner(t);
 }
 
-std::shared_ptr<BackendData> Backend::upload(const void* host, size_t nbytes) {
-  return std::make_shared<detail::Storage>(inner_.upload(host, nbytes), nbytes);
+std::shared_ptr<BackendData> Backend::wrap_storage(
+    std::shared_ptr<BackendData> inner, size_t nbytes) {
+  return std::make_shared<detail::Storage>(std::move(inner), nbytes);
 }
 
-std::shared_ptr<BackendData> Backend::wrap(std::shared_ptr<const void> owner,
-                                           const void* data, size_t nbytes) {
-  return std::make_shared<detail::Storage>(
-      inner_.wrap(std::move(owner), data, nbytes), nbytes);
+// Ops forwarded unrecorded (creation, random, quant, an optimizer step) are
+// plain writes: nothing enters the tape, but the writes still count
+// (versions, saved copies moved out first) as any other, like assign under
+// NoGradGuard.
+void Backend::before(Op op, std::span<const Tensor* const> inputs,
+                     std::span<Tensor* const> written) {
+  for (Tensor* t : written) {
+    if (t != nullptr) detail::begin_write(*t, false);
+  }
+}
+
+void Backend::after(Op op, std::span<Tensor* const> written) {
+  for (Tensor* t : written) {
+    if (t != nullptr) detail::end_write(*t, nullptr);
+  }
 }
 
 Tensor Backend::adopt(const Tensor& t) {
@@ -46,41 +56,7 @@ Tensor Backend::unwrap(const Tensor& t) const {
     throw BackendError(fmt::format("unwrap: {} lives on backend {}, not on {}",
                                    t.to_string(), t.backend().name(), name()));
   }
-  return to_inner(t);
-}
-
-HostBytes Backend::materialize(const Tensor& t) {
-  return inner_.materialize(to_inner(t));
-}
-
-void Backend::set_persistent(const Tensor& t, bool persistent) {
-  inner_.set_persistent(to_inner(t), persistent);
-}
-
-bool Backend::is_persistent(const Tensor& t) const {
-  return inner_.is_persistent(to_inner(t));
-}
-
-void Backend::trim() {
-  inner_.trim();
-}
-
-MemoryStats Backend::memory_stats() const {
-  return inner_.memory_stats();
-}
-
-void Backend::create(CreationOp op, Scalar a, Scalar b, Tensor& out) {
-  detail::begin_write(out, false);
-  Tensor o = to_inner(out);
-  inner_.create(op, a, b, o);
-  detail::end_write(out, nullptr);
-}
-
-void Backend::random(RandomOp op, const RandomParams& p, Tensor& out) {
-  detail::begin_write(out, false);
-  Tensor o = to_inner(out);
-  inner_.random(op, p, o);
-  detail::end_write(out, nullptr);
+  return detail::to_inner(t);
 }
 
 namespace {
@@ -108,23 +84,6 @@ void Backend::copy(const Tensor& src, Tensor& dst) {
   Tensor d = to_inner(dst);
   inner_.copy(to_inner(src), d);
   detail::end_write(dst, node);
-}
-
-// An optimizer step writes new values into the parameter and its state: a
-// plain data update (like assign under NoGradGuard), so nothing is recorded,
-// but the writes still count (versions, saved copies) as any other.
-void Backend::optim(OptimOp op, const OptimParams& p, Tensor& param,
-                    const Tensor& grad, Tensor* state0, Tensor* state1) {
-  std::vector<Tensor*> written = {&param};
-  if (state0) written.push_back(state0);
-  if (state1) written.push_back(state1);
-  for (Tensor* t : written) detail::begin_write(*t, false);
-  Tensor pi = to_inner(param);
-  Tensor s0 = state0 ? to_inner(*state0) : Tensor();
-  Tensor s1 = state1 ? to_inner(*state1) : Tensor();
-  inner_.optim(op, p, pi, to_inner(grad), state0 ? &s0 : nullptr,
-               state1 ? &s1 : nullptr);
-  for (Tensor* t : written) detail::end_write(*t, nullptr);
 }
 
 }  // namespace nascent::autodiff

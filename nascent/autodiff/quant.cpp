@@ -1,9 +1,7 @@
 // The quant family through the tape: quantized weights are constants and
-// the products are not differentiable (op_table.h), so nothing is recorded;
-// a product whose x carries history is refused rather than silently
-// cutting the gradient off.
-#include <vector>
-
+// the products are not differentiable (op_table.h), so the ops are
+// forwarded unrecorded; a product whose x carries history is refused
+// rather than silently cutting the gradient off.
 #include <fmt/format.h>
 
 #include "nascent/autodiff/graph.h"
@@ -22,20 +20,7 @@ void Backend::quant(QuantOp op, const Tensor* x,
           x->to_string()));
     }
   }
-  std::vector<Tensor> ws, outs;
-  std::vector<QuantArg> in_args;
-  ws.reserve(args.size());
-  outs.reserve(args.size());
-  for (const QuantArg& a : args) {
-    detail::begin_write(*a.out, false);
-    ws.push_back(a.w != nullptr ? detail::to_inner(*a.w) : Tensor());
-    outs.push_back(detail::to_inner(*a.out));
-    in_args.push_back(
-        {a.type, a.w != nullptr ? &ws.back() : nullptr, &outs.back()});
-  }
-  const Tensor xi = x != nullptr ? detail::to_inner(*x) : Tensor();
-  inner_.quant(op, x != nullptr ? &xi : nullptr, in_args);
-  for (const QuantArg& a : args) detail::end_write(*a.out, nullptr);
+  ForwardingBackend::quant(op, x, args);
 }
 
 }  // namespace nascent::autodiff

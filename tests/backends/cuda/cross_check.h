@@ -9,37 +9,20 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cuda/backend.h"
+#include "nascent/core/forwarding.h"
 
 namespace nascent::cuda::testing {
 
-class CrossCheckBackend final : public nascent::Backend {
+class CrossCheckBackend final : public ForwardingBackend {
  public:
   CrossCheckBackend(cuda::Backend& gpu, cpu::Backend& cpu)
-      : gpu_(gpu), cpu_(cpu) {}
+      : ForwardingBackend(gpu), gpu_(gpu), cpu_(cpu) {}
   std::string name() const override { return gpu_.name() + "+cpu"; }
   // Ops compared so far, and mismatching results (for the test's summary).
   int compared() const { return compared_; }
 
-  std::shared_ptr<BackendData> allocate(size_t nbytes) override {
-    return gpu_.allocate(nbytes);
-  }
-  std::shared_ptr<BackendData> upload(const void* host,
-                                      size_t nbytes) override {
-    return gpu_.upload(host, nbytes);
-  }
-  HostBytes materialize(const Tensor& t) override {
-    return gpu_.materialize(t);
-  }
-  void release(Tensor& t) override { gpu_.release(t); }
-  void set_persistent(const Tensor& t, bool p) override {
-    gpu_.set_persistent(t, p);
-  }
-  bool is_persistent(const Tensor& t) const override {
-    return gpu_.is_persistent(t);
-  }
-  void trim() override { gpu_.trim(); }
-  MemoryStats memory_stats() const override { return gpu_.memory_stats(); }
-
+  // Storage, materialize and the releaser go to the GPU as they are
+  // (ForwardingBackend); every op family is compared below.
   void create(CreationOp op, Scalar a, Scalar b, Tensor& out) override;
   void random(RandomOp op, const RandomParams& p, Tensor& out) override;
   void copy(const Tensor& src, Tensor& dst) override;
@@ -65,9 +48,7 @@ class CrossCheckBackend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   // dequantize, qembedding and quantize must match the CPU bit for bit; qmatmul
   // is compared with the CPU's f32 product of the CPU-decoded weights (the
-  // CPU's own qmatmul rounds x to 8 bits, the GPU's does not). rope,
-  // attention and glu are not overridden: their composed defaults run here,
-  // as on the GPU, and each op they are built from is compared.
+  // CPU's own qmatmul rounds x to 8 bits, the GPU's does not).
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
   // The GPU's fused update against the CPU's: f16 and bf16 against the CPU's
@@ -75,6 +56,22 @@ class CrossCheckBackend final : public nascent::Backend {
   // once; the CPU's own half update rounds after every composed op).
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
+  // The GPU runs these through core's composed defaults: so does this
+  // backend, and each op they are built from is compared.
+  void rope(const Tensor& x, const Tensor& positions,
+            const Tensor* freq_factors, const RopeParams& p,
+            Tensor& out) override {
+    nascent::Backend::rope(x, positions, freq_factors, p, out);
+  }
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor* mask, const AttentionParams& p,
+                 Tensor& out) override {
+    nascent::Backend::attention(q, k, v, mask, p, out);
+  }
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override {
+    nascent::Backend::glu(op, gate, up, out);
+  }
 
  private:
   // How closely the GPU must follow the CPU: bit for bit (selections,
