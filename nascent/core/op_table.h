@@ -210,6 +210,60 @@ inline constexpr int kNumUnaryOps = 0 NASCENT_UNARY_OPS(NASCENT_OP_COUNTER);
 inline constexpr int kNumBinaryOps = 0 NASCENT_BINARY_OPS(NASCENT_OP_COUNTER);
 inline constexpr int kNumReduceOps = 0 NASCENT_REDUCE_OPS(NASCENT_OP_COUNTER);
 
+// Properties of the element-wise unary ops, in one place for the
+// front-end's dtype rules (ops/unary.cpp), the CPU's task sizes and the
+// CUDA cross-check's tolerances. The switch names every op (no default), so
+// an op added to NASCENT_UNARY_OPS fails to compile until it says.
+enum class UnaryDomain : uint8_t {
+  real,      // Needs real numbers: integers and bool are taken as f32.
+  numeric,   // Any number type keeps its dtype; bool is refused.
+  rounding,  // floor/ceil/round: integers pass through unchanged.
+  logical,   // Any dtype, read as bool.
+};
+struct UnaryTraits {
+  UnaryDomain domain;
+  bool exact;  // IEEE-exact (or a selection): backends agree bit for bit.
+  bool cheap;  // A few instructions per element (not exp, erf, ...).
+};
+constexpr UnaryTraits traits(UnaryOp op) {
+  using D = UnaryDomain;
+  switch (op) {
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::relu:
+    case UnaryOp::square:
+    case UnaryOp::clamp:
+      return {D::numeric, true, true};
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+      return {D::rounding, true, true};
+    case UnaryOp::logical_not:
+      return {D::logical, true, true};
+    case UnaryOp::sqrt:
+    case UnaryOp::reciprocal:
+      return {D::real, true, true};
+    case UnaryOp::rsqrt:
+      return {D::real, false, true};
+    case UnaryOp::exp:
+    case UnaryOp::log:
+    case UnaryOp::log1p:
+    case UnaryOp::expm1:
+    case UnaryOp::sin:
+    case UnaryOp::cos:
+    case UnaryOp::tanh:
+    case UnaryOp::sigmoid:
+    case UnaryOp::gelu:
+    case UnaryOp::gelu_tanh:
+    case UnaryOp::silu:
+    case UnaryOp::erf:
+    case UnaryOp::pow_scalar:
+      return {D::real, false, false};
+  }
+  return {D::real, false, false};
+}
+
 struct OpInfo {
   Op op;
   OpFamily family;

@@ -41,7 +41,13 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
       return compare([](C x, C y) { return bool(x) || bool(y); });
     case BinaryOp::logical_xor:
       return compare([](C x, C y) { return bool(x) != bool(y); });
-    default:
+    case BinaryOp::add:
+    case BinaryOp::sub:
+    case BinaryOp::mul:
+    case BinaryOp::div:
+    case BinaryOp::pow:
+    case BinaryOp::maximum:
+    case BinaryOp::minimum:
       break;
   }
   if constexpr (!std::is_same_v<T, bool>) {
@@ -66,7 +72,17 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
           }
           return x < y ? x : y;
         });
-      default:
+      case BinaryOp::div:
+      case BinaryOp::pow:
+      case BinaryOp::eq:
+      case BinaryOp::ne:
+      case BinaryOp::lt:
+      case BinaryOp::le:
+      case BinaryOp::gt:
+      case BinaryOp::ge:
+      case BinaryOp::logical_and:
+      case BinaryOp::logical_or:
+      case BinaryOp::logical_xor:
         break;
     }
     if constexpr (std::is_floating_point_v<C>) {
@@ -77,7 +93,20 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
           // In double, so that f32 results are rounded once.
           return arith(
               [](C x, C y) { return C(std::pow(double(x), double(y))); });
-        default:
+        case BinaryOp::add:
+        case BinaryOp::sub:
+        case BinaryOp::mul:
+        case BinaryOp::maximum:
+        case BinaryOp::minimum:
+        case BinaryOp::eq:
+        case BinaryOp::ne:
+        case BinaryOp::lt:
+        case BinaryOp::le:
+        case BinaryOp::gt:
+        case BinaryOp::ge:
+        case BinaryOp::logical_and:
+        case BinaryOp::logical_or:
+        case BinaryOp::logical_xor:
           break;
       }
     }

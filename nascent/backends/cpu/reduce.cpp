@@ -58,9 +58,13 @@ double merge_double(Kind kind, double a, double b) {
       return b < a || b != b ? b : a;
     case Kind::prod:
       return a * b;
-    default:
-      return a + b;
+    case Kind::sum:
+    case Kind::sum_dev:
+    case Kind::sum_sq_dev:
+    case Kind::sum_exp_dev:
+      break;
   }
+  return a + b;
 }
 
 double identity_double(Kind kind) {
@@ -71,9 +75,13 @@ double identity_double(Kind kind) {
       return std::numeric_limits<double>::infinity();
     case Kind::prod:
       return 1.0;
-    default:
-      return 0.0;
+    case Kind::sum:
+    case Kind::sum_dev:
+    case Kind::sum_sq_dev:
+    case Kind::sum_exp_dev:
+      break;
   }
+  return 0.0;
 }
 
 SimdReduce simd_kind(Kind kind) {
@@ -88,9 +96,11 @@ SimdReduce simd_kind(Kind kind) {
       return SimdReduce::sum_sq_dev;
     case Kind::sum_exp_dev:
       return SimdReduce::sum_exp_dev;
-    default:
-      return SimdReduce::sum;
+    case Kind::sum:
+    case Kind::prod:
+      break;
   }
+  return SimdReduce::sum;
 }
 
 // Scalar runs of a floating x, any stride, in double.
@@ -119,7 +129,10 @@ struct ScalarFloat {
         case Kind::sum_exp_dev:
           acc += std::exp(v - sh);
           break;
-        default:
+        case Kind::sum:
+        case Kind::prod:
+        case Kind::max:
+        case Kind::min:
           acc = merge_double(kind, acc, v);
           break;
       }
@@ -321,9 +334,13 @@ struct ScalarInt {
         return std::numeric_limits<int64_t>::min();
       case Kind::min:
         return std::numeric_limits<int64_t>::max();
-      default:
-        return 0;
+      case Kind::sum:
+      case Kind::sum_dev:
+      case Kind::sum_sq_dev:
+      case Kind::sum_exp_dev:
+        break;
     }
+    return 0;
   }
   State merge(State a, State b) const {
     switch (kind) {
@@ -333,9 +350,13 @@ struct ScalarInt {
         return std::max(a, b);
       case Kind::min:
         return std::min(a, b);
-      default:
-        return int64_t(uint64_t(a) + uint64_t(b));
+      case Kind::sum:
+      case Kind::sum_dev:
+      case Kind::sum_sq_dev:
+      case Kind::sum_exp_dev:
+        break;
     }
+    return int64_t(uint64_t(a) + uint64_t(b));
   }
   State run(int64_t off, int64_t n, int64_t stride, int64_t, int64_t) const {
     const T* p = reinterpret_cast<const T*>(plan.x) + off;

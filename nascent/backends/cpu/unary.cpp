@@ -28,27 +28,10 @@ double silu(double x) {
   return x / (1.0 + std::exp(-x));
 }
 
-// Ops that take a few instructions per element; the others (exp, erf...)
-// cost tens, so fewer elements fill a thread's task.
+// Ops that take a few instructions per element (op_table.h); the others
+// (exp, erf...) cost tens, so fewer elements fill a thread's task.
 bool is_cheap(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::sign:
-    case UnaryOp::relu:
-    case UnaryOp::square:
-    case UnaryOp::clamp:
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-    case UnaryOp::reciprocal:
-    case UnaryOp::sqrt:
-    case UnaryOp::rsqrt:
-    case UnaryOp::logical_not:
-      return true;
-    default:
-      return false;
-  }
+  return traits(op).cheap;
 }
 
 template <class T>
@@ -104,7 +87,26 @@ void unary_typed(UnaryOp op, const Tensor& x, const UnaryParams& p,
           return d < lo ? from_double<C>(lo) : d > hi ? from_double<C>(hi) : v;
         });
       }
-      default:
+      case UnaryOp::exp:
+      case UnaryOp::log:
+      case UnaryOp::log1p:
+      case UnaryOp::expm1:
+      case UnaryOp::sqrt:
+      case UnaryOp::rsqrt:
+      case UnaryOp::sin:
+      case UnaryOp::cos:
+      case UnaryOp::tanh:
+      case UnaryOp::sigmoid:
+      case UnaryOp::gelu:
+      case UnaryOp::gelu_tanh:
+      case UnaryOp::silu:
+      case UnaryOp::erf:
+      case UnaryOp::floor:
+      case UnaryOp::ceil:
+      case UnaryOp::round:
+      case UnaryOp::reciprocal:
+      case UnaryOp::pow_scalar:
+      case UnaryOp::logical_not:
         break;
     }
     if constexpr (std::is_floating_point_v<C>) {
@@ -154,7 +156,13 @@ void unary_typed(UnaryOp op, const Tensor& x, const UnaryParams& p,
           const double e = p.a;
           return run([e](C v) { return C(std::pow(double(v), e)); });
         }
-        default:
+        case UnaryOp::neg:
+        case UnaryOp::abs:
+        case UnaryOp::sign:
+        case UnaryOp::relu:
+        case UnaryOp::square:
+        case UnaryOp::clamp:
+        case UnaryOp::logical_not:
           break;
       }
     }

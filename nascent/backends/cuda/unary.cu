@@ -255,9 +255,29 @@ bool unary_numeric(Context& ctx, UnaryOp op, const Tensor& x,
       return run<T>(ctx, op, x, out, Square{}), true;
     case UnaryOp::clamp:
       return run<T>(ctx, op, x, out, Clamp{p.a, p.b}), true;
-    default:
+    case UnaryOp::exp:
+    case UnaryOp::log:
+    case UnaryOp::log1p:
+    case UnaryOp::expm1:
+    case UnaryOp::sqrt:
+    case UnaryOp::rsqrt:
+    case UnaryOp::sin:
+    case UnaryOp::cos:
+    case UnaryOp::tanh:
+    case UnaryOp::sigmoid:
+    case UnaryOp::gelu:
+    case UnaryOp::gelu_tanh:
+    case UnaryOp::silu:
+    case UnaryOp::erf:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::reciprocal:
+    case UnaryOp::pow_scalar:
+    case UnaryOp::logical_not:
       return false;
   }
+  return false;
 }
 
 template <class T>
@@ -307,9 +327,16 @@ bool unary_float(Context& ctx, UnaryOp op, const Tensor& x,
       return run<T>(ctx, op, x, out, Reciprocal{}), true;
     case UnaryOp::pow_scalar:
       return run<T>(ctx, op, x, out, PowScalar{p.a}), true;
-    default:
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::relu:
+    case UnaryOp::square:
+    case UnaryOp::clamp:
+    case UnaryOp::logical_not:
       return unary_numeric<T>(ctx, op, x, p, out);
   }
+  return false;
 }
 
 }  // namespace

@@ -8,32 +8,11 @@ namespace nascent {
 
 namespace {
 
-// Which dtypes an op accepts and what it computes in.
-enum class Domain {
-  real,      // Needs real numbers: integers and bool are taken as f32.
-  numeric,   // Any number type keeps its dtype; bool is refused.
-  rounding,  // floor/ceil/round: integers pass through unchanged.
-  logical,   // Any dtype, read as bool.
-};
+// Which dtypes an op accepts and what it computes in (op_table.h).
+using Domain = UnaryDomain;
 
 Domain domain_of(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::sign:
-    case UnaryOp::relu:
-    case UnaryOp::square:
-    case UnaryOp::clamp:
-      return Domain::numeric;
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-      return Domain::rounding;
-    case UnaryOp::logical_not:
-      return Domain::logical;
-    default:
-      return Domain::real;
-  }
+  return traits(op).domain;
 }
 
 bool is_integral(double v) {

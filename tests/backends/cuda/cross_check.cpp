@@ -14,23 +14,7 @@ namespace nascent::cuda::testing {
 namespace {
 
 bool is_exact_unary(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::sign:
-    case UnaryOp::relu:
-    case UnaryOp::square:
-    case UnaryOp::clamp:
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-    case UnaryOp::sqrt:
-    case UnaryOp::reciprocal:
-    case UnaryOp::logical_not:
-      return true;
-    default:
-      return false;
-  }
+  return traits(op).exact;
 }
 
 }  // namespace
