@@ -44,6 +44,7 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
+#include "nascent/quant/codec.h"
 
 namespace {
 

@@ -47,7 +47,12 @@ fi
 # The peer of the comparison tests (llama.cpp via llama-cpp-python, built
 # from source into build/venv once; later runs find it installed).
 step peer-setup bash scripts/setup_peer.sh
+# Tokenizer vectors and chat templates from a PyPI source distribution.
+step testdata bash scripts/setup_testdata.sh
 step build native_build
+# The README's benchmark preset must configure after the set-up (its peers,
+# OpenBLAS and oneDNN, are found); building it is left to bench runs.
+step bench-configure cmake --preset bench
 if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"
 fi
