@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "nascent/backends/cpu/backend.h"
-#include "nascent/backends/cpu/quant_fused.h"
+#include "nascent/backends/cpu/quant/fused.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
 #include "nascent/quant/codec.h"

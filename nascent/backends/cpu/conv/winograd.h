@@ -11,7 +11,7 @@
 // magnitudes, like any reordering of the sum.
 #pragma once
 
-#include "nascent/backends/cpu/conv_geometry.h"
+#include "nascent/backends/cpu/conv/geometry.h"
 
 namespace nascent::cpu {
 

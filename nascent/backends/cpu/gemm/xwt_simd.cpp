@@ -1,7 +1,7 @@
 // gemm_xwt: y = x @ W^T for f32 x and f32/f16/bf16 W, one copy per SIMD
 // target.
 //
-// The f32 GEMM's structure (gemm_kernel.cpp) turned around for this shape:
+// The f32 GEMM's structure (gemm/kernel_simd.cpp) turned around for this shape:
 // x is small (a batch of activations) and packed once per call, shared by
 // the threads, a KC block of all its rows at a time; W is large (a
 // mapped weight matrix) and each thread takes blocks of its rows. A panel of
@@ -16,7 +16,7 @@
 // across the KC blocks. Sums run over k in the same order whatever the
 // thread count.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_xwt.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm/xwt_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/aligned_allocator.h>
@@ -25,10 +25,10 @@
 
 #include <algorithm>
 
-#include "nascent/backends/cpu/gemm_xwt.h"
+#include "nascent/backends/cpu/gemm/xwt.h"
 #include "nascent/backends/cpu/thread_pool.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/gemm_convert-inl.h"
+#include "nascent/backends/cpu/gemm/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -40,7 +40,7 @@ using DF = hn::ScalableTag<float>;
 
 // The register tile: kMR rows of x by two vectors of W's rows (12
 // accumulators, two B vectors and a broadcast: 15 of AVX2's 16 registers),
-// as in gemm_kernel.cpp.
+// as in gemm/kernel_simd.cpp.
 constexpr size_t kMR = 6;
 constexpr size_t kNV = 2;
 // Depth of a block: a KC x NR panel of W is 16 KiB of f32 on AVX2 (L1

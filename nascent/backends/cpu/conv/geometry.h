@@ -1,5 +1,5 @@
 // One conv2d call as the CPU kernels see it, and the index helpers the
-// conv files share (conv.cpp, conv_direct.cpp, conv_winograd.cpp).
+// conv files share (conv.cpp, conv/direct_simd.cpp, conv/winograd_simd.cpp).
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Reads of GEMM operands in their storage type (f32, f64, f16, bf16) as the
 // type the product is computed in, scalar and SIMD, and the transpose of a
-// block read that way; shared by the per-target code of gemm_kernel.cpp,
-// gemm_xwt.cpp and gemv_kernel.cpp.
+// block read that way; shared by the per-target code of gemm/kernel_simd.cpp,
+// gemm/xwt_simd.cpp and gemm/gemv_simd.cpp.
 //
 // Highway's per-target header pattern: included once per SIMD target after
 // hwy/highway.h (the guard toggles with HWY_TARGET_TOGGLE).

@@ -3,7 +3,7 @@
 // The block types multiply in integers, as llama.cpp does: each row of x is
 // quantized to int8 levels in blocks of 32 (against q4_0 .. q8_0 weights,
 // ggml's q8_0) or 256 (against the k-quants, ggml's q8_K). The levels are
-// kept twice: as int8 for the x86 kernels (pmaddubsw, quant_avx2-inl.h) and
+// kept twice: as int8 for the x86 kernels (pmaddubsw, quant/dot_x86-inl.h) and
 // as int16 for the portable ones (Highway's ReorderWidenMulAccumulate, as
 // Highway 1.0.3 has no u8 x i8 product). The float weight types (f32, f16,
 // bf16) multiply x as it is.
@@ -49,13 +49,13 @@ std::vector<float> activation_group_terms(const QuantizedRows& x,
 // [j0, j1), W_j = the row of blocks at w + j * ws bytes. Single-threaded.
 void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                int64_t j1, const QuantizedRows& x, float* y, int64_t ldy);
-// The halves of qdot_rows: 32-value types (quant_dot.cpp) and k-quants
-// (quant_dot_k.cpp).
+// The halves of qdot_rows: 32-value types (quant/dot_simd.cpp) and k-quants
+// (quant/dot_k_simd.cpp).
 void qdot_rows32(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                  int64_t j1, const QuantizedRows& x, float* y, int64_t ldy);
 void qdot_rows_k(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                  int64_t j1, const QuantizedRows& x, float* y, int64_t ldy);
-// The same for many rows of x (quant_gemm.cpp): weight rows decoded once
+// The same for many rows of x (quant/gemm_simd.cpp): weight rows decoded once
 // into int16 panels, then multiplied with every row of x.
 void qgemm_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                 int64_t j1, const QuantizedRows& x, float* y, int64_t ldy);

@@ -1,10 +1,10 @@
 // Internals of the packed GEMM shared by gemm.cpp (threading, scratch) and
-// gemm_kernel.cpp (per-SIMD-target packing and micro-kernels).
+// gemm/kernel_simd.cpp (per-SIMD-target packing and micro-kernels).
 #pragma once
 
 #include <cstddef>
 
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 
 namespace nascent::cpu {
 
@@ -48,7 +48,7 @@ void gemm_pack_b_f32(const GemmArgs& g, const GemmPlan& p, size_t pc, size_t j0,
 void gemm_rows_f32(const GemmArgs& g, const GemmPlan& p, size_t i0, size_t i1,
                    const float* a, const float* bp, float* c);
 
-// Matrix-vector products (gemv_kernel.cpp): y[i] (+)= sum_p M(i, p) x[p]
+// Matrix-vector products (gemm/gemv_simd.cpp): y[i] (+)= sum_p M(i, p) x[p]
 // for i < len, with M(i, p) = mat[i * si + p * sp], x[p] = x[p * sx] and
 // y[i] = y[i * sy]. A GEMM with m == 1 (M = B^T) or n == 1 (M = A).
 struct GemvArgs {

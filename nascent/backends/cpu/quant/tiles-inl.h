@@ -1,6 +1,6 @@
-// Per-target helpers of the quant kernels (quant_dot.cpp, quant_dot_k.cpp,
-// quant_gemm.cpp): vector tags, scale loads, and the loop that walks weight
-// rows in tiles against every row of x.
+// Per-target helpers of the quant kernels (quant/dot_simd.cpp,
+// quant/dot_k_simd.cpp, quant/gemm_simd.cpp): vector tags, scale loads, and the
+// loop that walks weight rows in tiles against every row of x.
 //
 // Highway's per-target header pattern: included once per SIMD target after
 // hwy/highway.h (the guard toggles with HWY_TARGET_TOGGLE).

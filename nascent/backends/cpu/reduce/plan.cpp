@@ -1,4 +1,4 @@
-#include "nascent/backends/cpu/reduce_plan.h"
+#include "nascent/backends/cpu/reduce/plan.h"
 
 #include <cstdlib>
 #include <limits>

@@ -15,11 +15,11 @@
 #include "nascent/backends/cpu/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/softmax.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/softmax_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "nascent/backends/cpu/reduce-inl.h"
+#include "nascent/backends/cpu/reduce/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

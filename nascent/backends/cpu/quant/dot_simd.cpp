@@ -8,7 +8,7 @@
 // scaled in f32 by d_w * d_x. Generation streams W once per token, so these
 // loops are what sets its speed: a few vector operations per 16 values.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant_dot.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant/dot_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/highway.h>
@@ -17,12 +17,12 @@
 
 #include <cmath>
 
-#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/core/dtype.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/gemm_convert-inl.h"
-#include "nascent/backends/cpu/quant_avx2-inl.h"
-#include "nascent/backends/cpu/quant_simd-inl.h"
+#include "nascent/backends/cpu/gemm/convert-inl.h"
+#include "nascent/backends/cpu/quant/dot_x86-inl.h"
+#include "nascent/backends/cpu/quant/tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {

@@ -1,9 +1,9 @@
-// Direct convolution (see conv_direct.h). The kernels take one padded
+// Direct convolution (see conv/direct.h). The kernels take one padded
 // plane and one KH x KW filter: output (r, c) and tap (i, j) meet at padded
 // element (r * sh + i * dh) * ld + c * sw + j * dw. Each output row runs in
 // SIMD blocks of columns (full, half and quarter vectors, as rows are short)
 // with a scalar tail; strides above 2 run scalar.
-#include "nascent/backends/cpu/conv_direct.h"
+#include "nascent/backends/cpu/conv/direct.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,11 +12,11 @@
 #include "nascent/backends/cpu/balanced.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv_direct.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv/direct_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/image_simd-inl.h"
+#include "nascent/backends/cpu/simd/image-inl.h"
 
 // This file is compiled once per SIMD target: the shape is defined once.
 #ifndef NASCENT_BACKENDS_CPU_CONV_DIRECT_SHAPE_

@@ -20,11 +20,11 @@
 #include "nascent/backends/cpu/balanced.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/pool.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/pool_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/image_simd-inl.h"
+#include "nascent/backends/cpu/simd/image-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {

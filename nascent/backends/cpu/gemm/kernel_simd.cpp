@@ -10,7 +10,7 @@
 //
 // bench/NOTES.md (gemm) has the measurements behind the choices here.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm_kernel.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm/kernel_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/cache_control.h>
@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "nascent/backends/cpu/gemm_kernel.h"
+#include "nascent/backends/cpu/gemm/kernel.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/gemm_convert-inl.h"
+#include "nascent/backends/cpu/gemm/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {

@@ -3,16 +3,16 @@
 // cost more than the arithmetic and its 6-row tile would be five sixths
 // padding: these kernels read the matrix once, in place.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemv_kernel.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/gemm/gemv_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/highway.h>
 
 #include <algorithm>
 
-#include "nascent/backends/cpu/gemm_kernel.h"
+#include "nascent/backends/cpu/gemm/kernel.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/gemm_convert-inl.h"
+#include "nascent/backends/cpu/gemm/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {

@@ -1,6 +1,6 @@
 // x @ W^T with f32 activations x and weights W stored as f32, f16 or bf16
 // (a Linear layer or a LLaMA projection over a batch of rows): the f32 GEMM
-// micro-kernel, with W widened to f32 while it is packed (gemm_xwt.cpp).
+// micro-kernel, with W widened to f32 while it is packed (gemm/xwt_simd.cpp).
 #pragma once
 
 #include <cstdint>

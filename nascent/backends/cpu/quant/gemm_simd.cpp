@@ -4,7 +4,7 @@
 // The dot-product kernels decode every weight block once per x row; with
 // hundreds of rows that decoding is most of the work. Here a panel of NR
 // weight rows (two int32 vectors wide) is decoded once into int16 levels
-// (k-quant sub-block scales folded in, as in quant_dot_k.cpp), stored as
+// (k-quant sub-block scales folded in, as in quant/dot_k_simd.cpp), stored as
 // pairs of consecutive k interleaved across the NR rows, so that one
 // broadcast pair of x levels times one panel vector gives NR partial sums
 // (pmaddwd on x86: 16 multiply-adds per instruction, twice an f32 FMA).
@@ -13,7 +13,7 @@
 // block's scales; mins (q4_1, q5_1, q2_K, q4_K, q5_K) are added after, from
 // x's per-group sums.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant_gemm.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant/gemm_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/aligned_allocator.h>
@@ -21,13 +21,13 @@
 
 #include <vector>
 
-#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/quant/blocks.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/quant_avx2-inl.h"
-#include "nascent/backends/cpu/quant_gemm_q8_x86-inl.h"
-#include "nascent/backends/cpu/quant_gemm_x86-inl.h"
-#include "nascent/backends/cpu/quant_simd-inl.h"
+#include "nascent/backends/cpu/quant/dot_x86-inl.h"
+#include "nascent/backends/cpu/quant/gemm_q8_x86-inl.h"
+#include "nascent/backends/cpu/quant/gemm_x86-inl.h"
+#include "nascent/backends/cpu/quant/tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -90,7 +90,7 @@ HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
   } else {
     // The k-quants: decode in f32-free integer steps, scales folded in.
     if constexpr (kType == QuantType::q4_k || kType == QuantType::q5_k) {
-      // As quant_dot_k.cpp: widened bytes split into nibbles (plus q5_K's
+      // As quant/dot_k_simd.cpp: widened bytes split into nibbles (plus q5_K's
       // fifth bits from qh), times the sub-block scale.
       out.scale = HalfAt(blk);
       const float dmin = HalfAt(blk + 2);

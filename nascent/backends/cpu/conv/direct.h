@@ -5,7 +5,7 @@
 // chosen at run time) never test bounds.
 #pragma once
 
-#include "nascent/backends/cpu/conv_geometry.h"
+#include "nascent/backends/cpu/conv/geometry.h"
 #include "nascent/core/op_table.h"
 
 namespace nascent::cpu {

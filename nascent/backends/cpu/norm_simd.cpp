@@ -5,7 +5,7 @@
 // (two passes, exact where E[x^2] - mean^2 cancels), then writes
 // (x - mean) * rstd * weight + bias; rms_norm takes the mean square and
 // writes x * rstd * weight. Sums run in f32 blocks flushed to double (see
-// reduce-inl.h). Rows run in parallel.
+// reduce/rows-inl.h). Rows run in parallel.
 //
 // mean and rstd ([rows], f32 for f32/f16/bf16 and f64 for f64) are written
 // when asked; rms_norm has no mean and leaves that output untouched.
@@ -36,11 +36,11 @@ struct NormArgs {
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/norm.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/norm_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "nascent/backends/cpu/reduce-inl.h"
+#include "nascent/backends/cpu/reduce/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

@@ -8,16 +8,16 @@
 // applied once per 256 values; the mins (q2_K, q4_K, q5_K) meet x through
 // its sums of 16 levels, in scalar code.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant_dot_k.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/quant/dot_k_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/quant/blocks.h"
 // Per-target helpers; must come after highway.h.
-#include "nascent/backends/cpu/quant_avx2-inl.h"
-#include "nascent/backends/cpu/quant_simd-inl.h"
+#include "nascent/backends/cpu/quant/dot_x86-inl.h"
+#include "nascent/backends/cpu/quant/tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
@@ -231,7 +231,7 @@ HWY_INLINE void DotSuperBlocks(const uint8_t* w, int64_t ws, const int16_t* xq,
   for (int r = 0; r < kRows; ++r) out[r] = SumLanes(acc[r]) - min_sum[r];
 }
 
-// One weight row at a time, a single stream through W (see quant_dot.cpp).
+// One weight row at a time, a single stream through W (see quant/dot_simd.cpp).
 template <QuantType kType>
 void DotRowsK(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
               const QuantizedRows& x, float* y, int64_t ldy) {

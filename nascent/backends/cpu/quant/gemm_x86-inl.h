@@ -9,10 +9,10 @@
 // 2 * 15 * 127, or 2 of 2 * 63 * 127), then meet the rows' integer
 // sub-block scales (pmaddwd) into int32, and the rows' f32 block scales
 // once per block. Offsets and mins are "mins" (value = level * scale -
-// min), applied after from x's per-group sums, as in quant_gemm.cpp.
+// min), applied after from x's per-group sums, as in quant/gemm_simd.cpp.
 //
 // Highway's per-target header pattern: included once per SIMD target after
-// hwy/highway.h and quant_avx2-inl.h (which defines NASCENT_QUANT_X86).
+// hwy/highway.h and quant/dot_x86-inl.h (which defines NASCENT_QUANT_X86).
 #if defined(NASCENT_BACKENDS_CPU_QUANT_GEMM_X86_INL_H_) == \
     defined(HWY_TARGET_TOGGLE)
 #ifdef NASCENT_BACKENDS_CPU_QUANT_GEMM_X86_INL_H_
@@ -29,7 +29,7 @@
 #include <cstring>
 #include <vector>
 
-#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/quant/blocks.h"
 
 #if NASCENT_QUANT_X86

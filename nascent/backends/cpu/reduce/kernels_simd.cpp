@@ -1,18 +1,18 @@
-// The Highway kernels behind reduce_kernels.h, compiled once per SIMD target
+// The Highway kernels behind reduce/kernels.h, compiled once per SIMD target
 // (foreach_target.h re-includes this file); the HWY_ONCE part at the end
 // picks the best target at run time.
-#include "nascent/backends/cpu/reduce_kernels.h"
+#include "nascent/backends/cpu/reduce/kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/reduce_kernels.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/reduce/kernels_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "nascent/backends/cpu/reduce-inl.h"
+#include "nascent/backends/cpu/reduce/rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

@@ -1,4 +1,4 @@
-// x86 (AVX2 and up) panel decoding for quant_gemm.cpp's int16 mat-mat
+// x86 (AVX2 and up) panel decoding for quant/gemm_simd.cpp's int16 mat-mat
 // kernel with q8_0 weights. The kernel wants pair q (levels 2q, 2q + 1 as
 // int16) of the panel's 16 rows side by side; done one row and one pair at
 // a time (scalar 4-byte copies) that decoding took ~12% of a TinyLlama
@@ -6,7 +6,7 @@
 // panel serves only 128 x rows). Here 8 rows of a block are widened to
 // int16 (16 pairs each) and transposed as two 8 x 8 matrices of int32.
 //
-// Why not pmaddubsw, as quant_gemm_x86-inl.h does for q4_0 / q4_K / q6_K:
+// Why not pmaddubsw, as quant/gemm_x86-inl.h does for q4_0 / q4_K / q6_K:
 // q8_0's levels are signed 8-bit, so a pair of products (2 * 127 * 127)
 // does not leave room for a second one in int16, and every pmaddubsw needs
 // a pmaddwd to widen it: two multiply instructions per 32 products, as

@@ -15,9 +15,9 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
-#include "nascent/backends/cpu/reduce_kernels.h"
-#include "nascent/backends/cpu/simd-inl.h"
-#include "nascent/backends/cpu/simd_math-inl.h"
+#include "nascent/backends/cpu/reduce/kernels.h"
+#include "nascent/backends/cpu/simd/common-inl.h"
+#include "nascent/backends/cpu/simd/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

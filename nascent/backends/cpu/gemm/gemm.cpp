@@ -1,5 +1,5 @@
 // GEMM entry points: m == 1 or n == 1 goes to the matrix-vector kernels
-// (gemv_kernel.cpp), split over the output. Otherwise, on several threads:
+// (gemm/gemv_simd.cpp), split over the output. Otherwise, on several threads:
 // - f32 below kFineMacs with at least kGroupPanels panels of columns per
 //   thread: one group of columns per thread, each thread packing its
 //   group's B privately, the groups cut into row pieces that a thread
@@ -11,7 +11,7 @@
 //   that starts late.
 // - else C is split into blocks (one per thread, two per thread for big
 //   products) and each runs the packed single-thread GEMM
-//   (gemm_kernel.cpp). Blocks are independent (each task packs its own
+//   (gemm/kernel_simd.cpp). Blocks are independent (each task packs its own
 //   panels); the price is that A is packed once per column block and B once
 //   per row block, which is O(mk + kn) against O(mnk) of arithmetic.
 #include <algorithm>
@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "nascent/backends/cpu/gemm.h"
-#include "nascent/backends/cpu/gemm_kernel.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
+#include "nascent/backends/cpu/gemm/kernel.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) convolution (see conv_winograd.h).
+// Winograd F(2x2, 3x3) convolution (see conv/winograd.h).
 //
 // Layout: for a chunk of images, V[xi][ci][tile] and M[xi][oc][tile] with
 // xi < 16 the transform position and tiles numbered image by image, row by
@@ -6,7 +6,7 @@
 // row of tiles at a time in SIMD lanes. Tiles of a row are 2 input columns
 // apart: the input transform reads the padded plane split into its even and
 // odd columns (plain loads), the output transform stores interleaved.
-#include "nascent/backends/cpu/conv_winograd.h"
+#include "nascent/backends/cpu/conv/winograd.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "nascent/backends/cpu/balanced.h"
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv_winograd.cpp"
+#define HWY_TARGET_INCLUDE "nascent/backends/cpu/conv/winograd_simd.cpp"
 #include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "nascent/backends/cpu/image_simd-inl.h"
+#include "nascent/backends/cpu/simd/image-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {
