@@ -30,7 +30,8 @@ struct ChatArgs {
 int chat(const ChatArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = cli::load_model(a.model);
-  Tokenizer tok = Tokenizer::from_gguf(model->file().metadata());
+  tokenizer::Tokenizer tok =
+      tokenizer::Tokenizer::from_gguf(model->file().metadata());
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
@@ -44,9 +45,9 @@ int chat(const ChatArgs& a) {
     format = *f;
   }
   const std::string bos =
-      tok.bos() != kNoToken ? tok.token_text(tok.bos()) : "";
+      tok.bos() != tokenizer::kNoToken ? tok.token_text(tok.bos()) : "";
   const std::string eos =
-      tok.eos() != kNoToken ? tok.token_text(tok.eos()) : "";
+      tok.eos() != tokenizer::kNoToken ? tok.token_text(tok.eos()) : "";
   TextGenerator gen(model, tok, cli::generate_options(a.model));
   std::vector<ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
@@ -65,7 +66,8 @@ int chat(const ChatArgs& a) {
         apply_chat_template(format, messages, true, bos, eos);
     // llama2's template spells out BOS; chatml gets it from the vocabulary.
     const bool add_bos = format == ChatFormat::chatml && tok.add_bos();
-    const std::vector<TokenId> ids = tok.encode(prompt, add_bos, true);
+    const std::vector<tokenizer::TokenId> ids =
+        tok.encode(prompt, add_bos, true);
     const GenerateResult r =
         gen.generate_tokens(ids, [](std::string_view text) {
           std::fwrite(text.data(), 1, text.size(), stdout);

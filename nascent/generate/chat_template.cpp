@@ -10,12 +10,12 @@ namespace {
 
 // Python's str.isspace(): White_Space plus the four separators U+001C..F.
 bool py_space(uint32_t cp) {
-  return unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F);
+  return tokenizer::unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F);
 }
 
 // Python's str.strip() (the templates call content.strip()).
 std::string strip(std::string_view s) {
-  std::vector<uint32_t> cps = unicode::to_code_points(s);
+  std::vector<uint32_t> cps = tokenizer::unicode::to_code_points(s);
   size_t begin = 0, end = cps.size();
   while (begin < end && py_space(cps[begin])) ++begin;
   while (end > begin && py_space(cps[end - 1])) --end;
@@ -28,7 +28,7 @@ std::string strip(std::string_view s) {
       break;
     }
     uint32_t cp;
-    size_t n = unicode::decode_utf8(s, byte, &cp);
+    size_t n = tokenizer::unicode::decode_utf8(s, byte, &cp);
     byte += n ? n : 1;
   }
   return std::string(s.substr(first, last - first));

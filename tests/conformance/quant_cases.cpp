@@ -40,7 +40,7 @@ Weights make_weights(QuantType type, int64_t n, int64_t k, Backend& backend,
   const Tensor bytes = quantize(w, type);
   const std::vector<uint8_t> raw = bytes.to_vector<uint8_t>();
   std::vector<float> values(static_cast<size_t>(n * k));
-  dequantize_row(type, raw.data(), values.data(), n * k);
+  quant::dequantize_row(type, raw.data(), values.data(), n * k);
   return {bytes.to(backend), values};
 }
 
@@ -126,8 +126,8 @@ CONFORMANCE_CASE(quantize, "every type, every layout, byte for byte") {
           std::vector<uint8_t> want(size_t(q.numel()));
           const int64_t rows = x.numel() / k;
           for (int64_t r = 0; r < rows; ++r) {
-            quantize_row(type, v.data() + r * k,
-                         want.data() + r * want_shape.back(), k);
+            quant::quantize_row(type, v.data() + r * k,
+                                want.data() + r * want_shape.back(), k);
           }
           EXPECT_EQ(q.to_vector<uint8_t>(), want)
               << name(type) << " " << name(dt) << " " << to_string(shape) << " "

@@ -229,7 +229,7 @@ void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
 void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
                      int64_t k, float* out) {
   for (int64_t r = 0; r < rows; ++r)
-    dequantize_row(type, w + r * ws, out + r * k, k);
+    quant::dequantize_row(type, w + r * ws, out + r * k, k);
 }
 
 void Backend::quant(QuantOp op, const Tensor* x,
@@ -254,7 +254,7 @@ void Backend::quant(QuantOp op, const Tensor* x,
                  std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                  [&](int64_t r0, int64_t r1) {
                    for (int64_t r = r0; r < r1; ++r) {
-                     quantize_row(a.type, xp + r * k, y + r * bytes, k);
+                     quant::quantize_row(a.type, xp + r * k, y + r * bytes, k);
                    }
                  });
     return;
@@ -282,8 +282,8 @@ void Backend::quant(QuantOp op, const Tensor* x,
         parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                      [&](int64_t r0, int64_t r1) {
                        for (int64_t r = r0; r < r1; ++r) {
-                         dequantize_row(a.type, wp + ids[r * is] * ws,
-                                        y + r * k, k);
+                         quant::dequantize_row(a.type, wp + ids[r * is] * ws,
+                                               y + r * k, k);
                        }
                      });
         break;

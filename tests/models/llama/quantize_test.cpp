@@ -97,7 +97,7 @@ TEST(Quantize, RoundTripErrorPerType) {
         }
         ASSERT_EQ(tq.type, want) << t.name << " " << llama::name(type);
         std::vector<uint8_t> ref(row_bytes(want, t.numel()));
-        quantize_row(want, x.data(), ref.data(), t.numel());
+        quant::quantize_row(want, x.data(), ref.data(), t.numel());
         auto got = q.tensor_data(tq);
         ASSERT_EQ(got.size(), ref.size());
         EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)

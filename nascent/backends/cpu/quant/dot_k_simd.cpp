@@ -133,7 +133,8 @@ HWY_INLINE VI32 SuperBlock(const uint8_t* blk, const int16_t* x,
     }
   } else if constexpr (kType == QuantType::q3_k) {
     int16_t sc[16];
-    for (int s = 0; s < 16; ++s) sc[s] = int16_t(q3k_scale(blk + 96, s) - 32);
+    for (int s = 0; s < 16; ++s)
+      sc[s] = int16_t(quant::q3k_scale(blk + 96, s) - 32);
     const auto four = hn::Set(d16, 4);
     for (int h = 0; h < 2; ++h) {
       for (size_t j = 0; j < 32; j += n) {

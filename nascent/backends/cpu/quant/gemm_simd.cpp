@@ -98,7 +98,7 @@ HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
       int16_t sc[8];
       for (int sb = 0; sb < 8; ++sb) {
         uint8_t scale, m;
-        kquant_scale_min(blk + 4, sb, &scale, &m);
+        quant::kquant_scale_min(blk + 4, sb, &scale, &m);
         sc[sb] = scale;
         out.mins[sb] = dmin * float(m);
       }
@@ -158,7 +158,7 @@ HWY_INLINE void Decode(const uint8_t* blk, Decoded& out) {
     } else if constexpr (kType == QuantType::q3_k) {
       out.scale = HalfAt(blk + 108);
       for (int s = 0; s < 16; ++s) {
-        const int sc = q3k_scale(blk + 96, s) - 32;
+        const int sc = quant::q3k_scale(blk + 96, s) - 32;
         const int l0 = 16 * (s % 2), shift = 2 * (s / 2 % 4), bit = s / 2;
         for (int l = 0; l < 16; ++l) {
           const int q = (blk[32 + 32 * (s / 8) + l0 + l] >> shift) & 3;

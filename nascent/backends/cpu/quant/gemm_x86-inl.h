@@ -78,7 +78,7 @@ HWY_INLINE void DecodeU8(const uint8_t* blk, U8Decoded& out) {
     const float dmin = Half(blk + 2);
     for (int sb = 0; sb < 8; ++sb) {
       uint8_t sc, m;
-      kquant_scale_min(blk + 4, sb, &sc, &m);
+      quant::kquant_scale_min(blk + 4, sb, &sc, &m);
       out.isc[sb] = sc;
       out.mins[sb] = dmin * float(m);
     }

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Writes quant_peer_vectors.inc: GGML blocks made and decoded by gguf-py
 (llama.cpp's own Python package, `pip install gguf`), for
-tests/core/quant_peer_test.cpp to compare with nascent's reference code.
+tests/quant/codec_peer_test.cpp to compare with nascent's reference code.
 
 - quantize: f32 rows and the bytes gguf-py's quantizers give (q4_0, q4_1,
   q5_0, q5_1, q8_0, f16, bf16: the ones it implements);
 - dequantize: random block bytes (f16 scale fields set to sane values) and
   the f32 values gguf-py decodes from them, for every type.
 
-    python3 tests/core/data/make_quant_peer_vectors.py
+    python3 tests/quant/data/make_quant_peer_vectors.py
 """
 import os
 

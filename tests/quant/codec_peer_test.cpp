@@ -11,7 +11,7 @@
 #include "nascent/core/quant.h"
 #include "nascent/quant/codec.h"
 
-namespace nascent {
+namespace nascent::quant {
 namespace {
 
 struct PeerVector {
@@ -21,7 +21,7 @@ struct PeerVector {
   const char* output;  // Hex bytes (f32 values for dequantize).
 };
 
-#include "core/data/quant_peer_vectors.inc"
+#include "quant/data/quant_peer_vectors.inc"
 
 std::vector<uint8_t> from_hex(const std::string& hex) {
   std::vector<uint8_t> out(hex.size() / 2);
@@ -70,4 +70,4 @@ TEST(QuantPeer, DequantizeMatchesGgufPy) {
 }
 
 }  // namespace
-}  // namespace nascent
+}  // namespace nascent::quant

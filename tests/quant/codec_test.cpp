@@ -1,5 +1,5 @@
 // QuantType's table and the reference block conversions: blocks built here
-// from the documented layouts (quant_blocks.h) must decode to the values
+// from the documented layouts (quant/blocks.h) must decode to the values
 // their fields say, and quantize-then-dequantize must stay within each
 // type's error bound.
 #include "nascent/core/quant.h"
@@ -17,7 +17,7 @@
 #include "nascent/quant/blocks.h"
 #include "nascent/quant/codec.h"
 
-namespace nascent {
+namespace nascent::quant {
 namespace {
 
 constexpr QuantType kAllTypes[] = {
@@ -406,4 +406,4 @@ TEST(QuantRoundTrip, ZerosAndConstantsComeBack) {
 }
 
 }  // namespace
-}  // namespace nascent
+}  // namespace nascent::quant
