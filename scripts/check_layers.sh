@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails, printing the offending lines, if a layer above the backends
 # includes a backend's header: models, generate, tokenizer, io, data, nn,
-# optim and autodiff speak only the Backend interface and the op front-ends
+# optim, autodiff and onnx speak only the Backend interface and the op front-ends
 # (core/), so that every backend runs them. A capability they need becomes
 # an op of the table (core/op_table.h), not a call into a backend. Only the
 # library's entry points that pick a backend (nascent/default_backend.cpp,
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-layers=(models generate tokenizer io data nn optim autodiff serve train)
+layers=(models generate tokenizer io data nn optim autodiff serve train onnx)
 pattern='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]nascent/backends/'
 
 # Prints "file:line: text" for each violation under the folders given;

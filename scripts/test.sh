@@ -47,6 +47,9 @@ fi
 # The peer of the comparison tests (llama.cpp via llama-cpp-python, built
 # from source into build/venv once; later runs find it installed).
 step peer-setup bash scripts/setup_peer.sh
+# The pinned onnx (node test cases) and onnxruntime (benchmark peer) in
+# build/onnx-venv; the ONNX tests fail under CI without them.
+step onnx-setup bash scripts/setup_onnx.sh
 step build native_build
 if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"
