@@ -39,7 +39,7 @@ def parse(text, best):
 
 def main():
     here = pathlib.Path(__file__).resolve().parent
-    bench = sys.argv[1] if len(sys.argv) > 1 else "build/release/bench/elementwise_bench"
+    bench = sys.argv[1] if len(sys.argv) > 1 else "build/bench/bench/elementwise_bench"
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     ours, theirs = {}, {}
     for _ in range(rounds):

@@ -1,9 +1,9 @@
 // fp32 GEMM throughput: nascent's packed GEMM against OpenBLAS and oneDNN on
 // square row-major problems, at 1 and 2 threads, in one process.
 //
-//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/rel/bench/gemm_bench
-//   ./build/rel/bench/gemm_bench 512 2048   # other sizes
-//   ./build/rel/bench/gemm_bench --cpu-time # on a shared, busy machine
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench/gemm_bench
+//   ./build/bench/bench/gemm_bench 512 2048   # other sizes
+//   ./build/bench/bench/gemm_bench --cpu-time # on a shared, busy machine
 //
 // Each library runs its repetitions in blocks, with a pause before the next
 // block so that the previous library's spinning threads (OpenBLAS, OpenMP,

@@ -14,8 +14,8 @@ ru_maxrss as the kernel reports it to this script when the process ends
 (os.wait4): the mapped file pages the process touched, its heap, its
 threads' stacks, and for llama.cpp the Python interpreter that hosts it.
 
-  build/venv/bin/python3 bench/llama_vs_llamacpp.py build/rel/nascent \\
-      [--data ../shared/data] [--threads 2] [--reps 3] [--work build/bench] \\
+  build/venv/bin/python3 bench/llama_vs_llamacpp.py build/bench/nascent \\
+      [--data ../shared/data] [--threads 2] [--reps 3] [--work build/bench_llama] \\
       [--devices cpu,cpu:composed] [--baseline OTHER/nascent] [--rounds 2]
 
 --devices measures nascent on each device it names (cpu:composed: the CPU

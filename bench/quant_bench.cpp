@@ -10,12 +10,12 @@
 //   llama-cpp-python wheel in build/venv, bench/ggml_peer.h) on the same
 //   weight bytes and thread count, where CMake found that wheel (else nan).
 //
-//   ./build/rel/bench/quant_bench            # 1 and 2 threads
-//   ./build/rel/bench/quant_bench 2          # 2 threads only
-//   ./build/rel/bench/quant_bench --cpu-time # 1 thread, CPU time
-//   ./build/rel/bench/quant_bench --mat-mat  # only the M = 512 products
-//   ./build/rel/bench/quant_bench --portable # Highway's SSE4 kernels, not
-//                                            # the AVX2 ones
+//   ./build/bench/bench/quant_bench            # 1 and 2 threads
+//   ./build/bench/bench/quant_bench 2          # 2 threads only
+//   ./build/bench/bench/quant_bench --cpu-time # 1 thread, CPU time
+//   ./build/bench/bench/quant_bench --mat-mat  # only the M = 512 products
+//   ./build/bench/bench/quant_bench --portable # Highway's SSE4 kernels, not
+//                                              # the AVX2 ones
 //
 // The weights of each mat-vec are several copies used in turn, 128 MiB in
 // all, so that they come from memory and not from the 32 MiB L3; the
@@ -44,6 +44,7 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
+#include "nascent/quant/codec.h"
 
 namespace {
 

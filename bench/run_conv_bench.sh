@@ -8,9 +8,16 @@ cd "$(dirname "$0")/.."
 threads=${1:-1,2}
 rounds=${2:-15}
 clock=${3:-wall}
-build=${NASCENT_BENCH_BUILD:-build/bench}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DNASCENT_BUILD_BENCH=ON -DNASCENT_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j2 conv_bench >/dev/null
+# The bench preset's build (build/bench), or NASCENT_BENCH_BUILD's: a
+# Release build with the benchmarks turned on (other settings kept).
+if [ -n "${NASCENT_BENCH_BUILD:-}" ]; then
+  build=$NASCENT_BENCH_BUILD
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DNASCENT_BUILD_BENCH=ON >/dev/null
+else
+  build=build/bench
+  cmake --preset bench >/dev/null
+fi
+cmake --build "$build" -j 2 --target conv_bench >/dev/null
 /usr/bin/python3 bench/torch_conv.py --threads "$threads" --rounds "$rounds" \
   --clock "$clock" --nascent "$build/bench/conv_bench"

@@ -2,13 +2,14 @@
 # softmax, log_softmax, layer_norm and rms_norm: nascent against PyTorch CPU
 # on the same shapes and thread counts, one table with ratios.
 #   bench/run_softmax_norm.sh [path/to/reduce_bench] [rounds]
+# (reduce_bench defaults to the bench preset's, build/bench/bench/.)
 # The two programs run alternately `rounds` times (default 3) and each time
 # is the minimum over all rounds, so a burst of load on a shared machine
 # hits both sides alike. ratio = nascent / torch (below 1: nascent faster).
 # rms_norm's peer is the composed form: torch 1.13 has no fused rms_norm.
 set -e
 here=$(dirname "$0")
-bench=${1:-build/rel/bench/reduce_bench}
+bench=${1:-build/bench/bench/reduce_bench}
 rounds=${2:-3}
 ours=$(mktemp)
 theirs=$(mktemp)

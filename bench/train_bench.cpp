@@ -42,14 +42,15 @@ int main(int argc, char** argv) {
   }
   cpu::set_num_threads(threads);
   std::unique_ptr<Backend> backend = make_backend(device);
-  models::TrainOptions o;
+  train::TrainOptions o;
   o.model = model;
   o.optimizer = "sgd";
   o.lr = 0.01;
   o.momentum = 0.9;
   o.schedule = "constant";
   o.batch_size = batch;
-  models::ClassifierTrainer trainer(o, *backend, 60000);
+  train::ClassifierTrainer trainer(o, *backend, 60000,
+                                   models::fashion_mnist_task());
   std::vector<data::Batch> batches;
   for (uint64_t i = 0; i < 8; ++i) {
     Tensor labels = floor(rand({batch}, trainer.backend(), 100 + i) * 10.0)

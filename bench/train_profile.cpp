@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv) {
   using namespace nascent;
-  models::TrainOptions o;
+  train::TrainOptions o;
   o.optimizer = "sgd";
   o.lr = 0.01;
   o.momentum = 0.9;
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   cpu::set_num_threads(threads);
   cpu::Backend cpu;
   bench::OpProfiler prof(cpu, cpu::num_threads() == 1);
-  models::ClassifierTrainer trainer(o, prof, 60000);
+  train::ClassifierTrainer trainer(o, prof, 60000,
+                                   models::fashion_mnist_task());
   std::vector<data::Batch> batches;
   for (uint64_t i = 0; i < 4; ++i) {
     batches.push_back(

@@ -10,7 +10,7 @@ cross-entropy, backward and an SGD step with momentum 0.9, on batches of
 random images held in memory (data loading is left out of both).
 
     bench/run_train_bench.sh [threads 1,2] [rounds] [batch]
-    train_torch.py --device cuda --nascent build/bench/train_bench  # GPU
+    train_torch.py --device cuda --nascent build/bench/bench/train_bench  # GPU
 
 On a GPU (--device cuda) both train there, PyTorch eager against nascent's
 CUDA backend; each round's clock stops after the device has finished.

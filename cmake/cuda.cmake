@@ -64,7 +64,7 @@ if(NASCENT_HAVE_CUDA)
   # every process ~140 MiB at startup, GPU or not. Only their headers are
   # used here; the folders they were found in are where the loader looks
   # after the system's search.
-  target_link_libraries(nascent_cuda PUBLIC nascent_core CUDA::cudart_static
+  target_link_libraries(nascent_cuda PUBLIC nascent_core nascent_quant CUDA::cudart_static
                                             ${CMAKE_DL_LIBS})
   set(NASCENT_CUDA_LIBRARY_DIRS ${CUDAToolkit_LIBRARY_DIR})
   if(TARGET CUDA::cublasLt)

@@ -18,7 +18,9 @@ packages=(
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,
   # scripts/setup_peer.sh).
-  libbenchmark-dev libopenblas-dev libdnnl-dev python3-torch python3-venv
+  # (Debian's oneDNN CMake config needs the OpenCL headers and loader.)
+  libbenchmark-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
+  opencl-headers python3-torch python3-venv
 )
 
 missing=()

@@ -1,8 +1,10 @@
-// Test data that lives outside the repository (../shared/data, see
-// design.md): its folder comes from the NASCENT_TEST_DATA_DIR compile
+// Test data that lives outside the repository: llama.cpp's tokenizer vectors
+// and chat templates, which scripts/setup_testdata.sh takes from
+// llama-cpp-python's source distribution into build/testdata (../shared/data
+// is the fallback). Its folder comes from the NASCENT_TEST_DATA_DIR compile
 // definition, overridden at run time by the NASCENT_DATA_DIR environment
 // variable. Tests that need a file skip, saying which and why, when the file
-// is absent (a user's fresh clone); CI always has it.
+// is absent (setup_testdata.sh not run); CI always has it.
 #pragma once
 
 #include <sys/stat.h>

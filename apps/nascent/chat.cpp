@@ -47,7 +47,7 @@ int chat(const ChatArgs& a) {
       tok.bos() != kNoToken ? tok.token_text(tok.bos()) : "";
   const std::string eos =
       tok.eos() != kNoToken ? tok.token_text(tok.eos()) : "";
-  Generator gen(model, tok, cli::generate_options(a.model));
+  TextGenerator gen(model, tok, cli::generate_options(a.model));
   std::vector<ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
   const bool interactive = isatty(0) != 0;

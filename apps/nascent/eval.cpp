@@ -23,15 +23,16 @@ struct Args {
 int eval(const Args& args) {
   using namespace nascent;
   if (args.threads > 0) cpu::set_num_threads(args.threads);
-  models::TrainOptions o =
-      models::ClassifierTrainer::checkpoint_options(args.checkpoint);
+  train::TrainOptions o =
+      train::ClassifierTrainer::checkpoint_options(args.checkpoint);
   data::ImageDataset test_set =
       data::load_fashion_mnist(args.data_dir, data::Split::test);
   std::unique_ptr<Backend> device = make_backend(args.device);
-  models::ClassifierTrainer trainer(o, *device, 60000);
+  train::ClassifierTrainer trainer(o, *device, 60000,
+                                   models::fashion_mnist_task());
   trainer.load(args.checkpoint);
   const auto start = std::chrono::steady_clock::now();
-  models::EvalResult r = trainer.evaluate(test_set, args.batch_size);
+  train::EvalResult r = trainer.evaluate(test_set, args.batch_size);
   const double s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -96,7 +96,7 @@ int generate(const GenerateArgs& a) {
     if (a.model.n_predict == 0) return 0;
   }
 
-  Generator gen(model, tokenizer, cli::generate_options(a.model));
+  TextGenerator gen(model, tokenizer, cli::generate_options(a.model));
   auto print = [&](std::string_view text) {
     if (!a.print_ids) {
       std::fwrite(text.data(), 1, text.size(), stdout);

@@ -25,7 +25,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct Args {
-  nascent::models::TrainOptions options;
+  nascent::train::TrainOptions options;
   bool lr_given = false;
   bool epochs_given = false;
   int threads = 0;
@@ -72,12 +72,12 @@ class Progress {
 int train(Args args) {
   using namespace nascent;
   if (args.threads > 0) cpu::set_num_threads(args.threads);
-  models::TrainOptions& o = args.options;
+  train::TrainOptions& o = args.options;
   if (!args.lr_given && o.optimizer == "sgd") o.lr = 0.05;
   if (!args.resume.empty()) {
     // The run continues with the options it started with.
-    models::TrainOptions saved =
-        models::ClassifierTrainer::checkpoint_options(args.resume);
+    train::TrainOptions saved =
+        train::ClassifierTrainer::checkpoint_options(args.resume);
     if (args.epochs_given) saved.epochs = std::max(saved.epochs, o.epochs);
     o = saved;
   }
@@ -91,7 +91,8 @@ int train(Args args) {
   data::ImageDataset test_set =
       data::load_fashion_mnist(args.data_dir, data::Split::test);
 
-  models::ClassifierTrainer trainer(o, *device, train_set.size());
+  train::ClassifierTrainer trainer(o, *device, train_set.size(),
+                                   models::fashion_mnist_task());
   if (!args.resume.empty()) trainer.load(args.resume);
   data::DataLoader loader(train_set, trainer.loader_options(),
                           trainer.backend());
@@ -108,7 +109,7 @@ int train(Args args) {
                trainer.epoch + 1, trainer.next_batch, trainer.steps());
   }
 
-  models::EvalResult test;
+  train::EvalResult test;
   double train_seconds = 0.0;
   while (trainer.epoch < o.epochs) {
     const int64_t total = loader.num_batches();
@@ -171,7 +172,7 @@ NASCENT_COMMAND(
     "train", "train a CNN or MLP on Fashion-MNIST (the default command)",
     [](CLI::App& sub) -> std::function<int()> {
       auto args = std::make_shared<Args>();
-      nascent::models::TrainOptions& o = args->options;
+      nascent::train::TrainOptions& o = args->options;
       sub.add_option("-m,--model", o.model, "cnn or mlp")
           ->check(CLI::IsMember({"cnn", "mlp"}))
           ->capture_default_str();

@@ -220,10 +220,10 @@ class Backend {
   // out f32 [N, K]. qembedding: x the i64 [n] ids (in range), one arg, out
   // f32 [n, K] the decoded rows. quantize: x a contiguous f32 [N, K], one
   // arg with w null, out u8 [N, row_bytes] the rows encoded as quant.h's
-  // quantize_row does (byte for byte). The default runs qembedding as
-  // index_select then dequantize, quantize on the host through
-  // materialize, and throws BackendError for the others, so a backend
-  // without them still builds and says what it lacks.
+  // nascent/quant/codec.h's quantize_row does (byte for byte). The
+  // default runs qembedding as index_select then dequantize and throws
+  // BackendError for the others, so a backend without them still builds
+  // and says what it lacks.
   virtual void quant(QuantOp op, const Tensor* x,
                      std::span<const QuantArg> args);
   // One optimizer step written in place into param and the state (a

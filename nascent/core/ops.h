@@ -229,8 +229,8 @@ Tensor qembedding(const Tensor& w, const Tensor& ids, QuantType type);
 // The f32 values: [..., row_bytes] -> [..., K].
 Tensor dequantize(const Tensor& w, QuantType type);
 // The rows of x [..., K] as blocks, u8 [..., row_bytes], on x's backend,
-// byte for byte what the reference quantizers (quantize_row) give (the CPU
-// runs them on its threads; the default on the host).
+// byte for byte what the reference quantizers (nascent/quant/codec.h) give
+// (the CPU runs them on its threads, CUDA on the host).
 Tensor quantize(const Tensor& x, QuantType type);
 
 // --- Transformer ops (ops/rope.cpp, ops/attention.cpp, ops/glu.cpp): the

@@ -1,10 +1,11 @@
 // Quantized storage types of GGML and GGUF files: their sizes, names and
-// numeric ids, and host-side reference conversions between f32 and blocks.
+// numeric ids. The conversions between f32 and blocks live in
+// nascent/quant/ (codec.h), outside core.
 //
 // A row of n values of a block type is n / block_size consecutive blocks of
 // block_bytes each, laid out bit for bit as in ggml (ggml-common.h; the
-// structs are in quant_blocks.h), so rows move between nascent and llama.cpp
-// files unchanged. f32, f16 and bf16 are "blocks" of one value.
+// structs are in nascent/quant/blocks.h), so rows move between nascent and
+// llama.cpp files unchanged. f32, f16 and bf16 are "blocks" of one value.
 //
 // In tensors, a matrix of such rows is a u8 tensor [rows, row_bytes] plus its
 // QuantType (ops.h: qmatmul, dequantize, quantize).
@@ -64,15 +65,5 @@ std::optional<QuantType> quant_type_from_name(std::string_view name);
 // a non-negative multiple of the block size; ValueError if the byte count
 // overflows.
 size_t row_bytes(QuantType type, int64_t n);
-
-// Reference (scalar, single-threaded) conversions of n values, n a multiple
-// of the block size (checked, ShapeError). quantize_row follows ggml's
-// reference quantizers (quantize_row_*_ref, no importance matrix) step by
-// step, so a file quantized here matches one llama-quantize writes up to
-// the last bit of float rounding (ggml may fuse multiply-adds). dst of
-// quantize_row holds row_bytes(type, n) bytes; neither pointer needs any
-// alignment.
-void quantize_row(QuantType type, const float* src, void* dst, int64_t n);
-void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 
 }  // namespace nascent

@@ -31,46 +31,46 @@ double GenerateResult::tokens_per_s() const {
              : 0.0;
 }
 
-Generator::Generator(std::shared_ptr<llama::Model> model, Tokenizer tokenizer,
-                     GenerateOptions options)
+TextGenerator::TextGenerator(std::shared_ptr<llama::Model> model,
+                             Tokenizer tokenizer, GenerateOptions options)
     : model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       options_(std::move(options)),
       sampler_(options_.sampling) {
-  if (model_ == nullptr) throw ValueError("Generator: the model is null");
+  if (model_ == nullptr) throw ValueError("TextGenerator: the model is null");
   if (int64_t(tokenizer_.size()) > model_->config().n_vocab) {
-    throw ValueError(
-        fmt::format("Generator: the tokenizer has {} tokens, the model only {}",
-                    tokenizer_.size(), model_->config().n_vocab));
+    throw ValueError(fmt::format(
+        "TextGenerator: the tokenizer has {} tokens, the model only {}",
+        tokenizer_.size(), model_->config().n_vocab));
   }
   StopStrings check(options_.stop);  // ValueError for an empty stop string.
 }
 
-void Generator::set_options(GenerateOptions options) {
+void TextGenerator::set_options(GenerateOptions options) {
   StopStrings check(options.stop);
   sampler_ = Sampler(options.sampling);
   options_ = std::move(options);
 }
 
-void Generator::reset() {
+void TextGenerator::reset() {
   model_->reset();
   cached_.clear();
   sampler_.reset();
 }
 
-GenerateResult Generator::generate(std::string_view prompt,
-                                   const TextCallback& on_text) {
+GenerateResult TextGenerator::generate(std::string_view prompt,
+                                       const TextCallback& on_text) {
   const std::vector<TokenId> ids =
       tokenizer_.encode(prompt, options_.add_special, options_.parse_special);
   return generate_tokens(ids, on_text);
 }
 
-GenerateResult Generator::generate_tokens(std::span<const TokenId> prompt,
-                                          const TextCallback& on_text) {
+GenerateResult TextGenerator::generate_tokens(std::span<const TokenId> prompt,
+                                              const TextCallback& on_text) {
   const int64_t n_ctx = model_->n_ctx();
   if (prompt.empty() || int64_t(prompt.size()) > n_ctx) {
     throw ValueError(fmt::format(
-        "Generator: the prompt has {} tokens; it needs 1 to n_ctx = {}",
+        "TextGenerator: the prompt has {} tokens; it needs 1 to n_ctx = {}",
         prompt.size(), n_ctx));
   }
   GenerateResult r;

@@ -4,7 +4,7 @@
 //
 //   GenerateOptions options;
 //   options.max_tokens = 64;
-//   Generator gen(model, Tokenizer::from_gguf(model->file().metadata()),
+//   TextGenerator gen(model, Tokenizer::from_gguf(model->file().metadata()),
 //                 options);
 //   GenerateResult r = gen.generate("Once upon a time",
 //       [](std::string_view text) { std::fputs(...); return true; });
@@ -71,11 +71,11 @@ struct GenerateResult {
 // Receives text as it forms; return false to stop.
 using TextCallback = std::function<bool(std::string_view text)>;
 
-class Generator {
+class TextGenerator {
  public:
   // ValueError for bad options (see Sampler, StopStrings).
-  Generator(std::shared_ptr<llama::Model> model, Tokenizer tokenizer,
-            GenerateOptions options = {});
+  TextGenerator(std::shared_ptr<llama::Model> model, Tokenizer tokenizer,
+                GenerateOptions options = {});
 
   // Tokenizes the prompt (options().add_special, parse_special) and
   // generates.

@@ -10,6 +10,8 @@
 #include "conformance/reference.h"
 #include "conformance/registry.h"
 
+#include "nascent/quant/codec.h"
+
 namespace nascent::conformance {
 namespace {
 

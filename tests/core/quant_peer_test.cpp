@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "nascent/core/quant.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent {
 namespace {

@@ -14,7 +14,8 @@
 
 #include "nascent/core/dtype.h"
 #include "nascent/core/error.h"
-#include "nascent/core/quant_blocks.h"
+#include "nascent/quant/blocks.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent {
 namespace {

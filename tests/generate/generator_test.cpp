@@ -1,4 +1,4 @@
-// Generator on random models with a byte-level vocabulary: greedy is
+// TextGenerator on random models with a byte-level vocabulary: greedy is
 // deterministic and follows the model's argmax, max tokens and stop strings
 // end generation, streamed pieces are always whole UTF-8 characters, and a
 // prompt extending the cached one evaluates only the new tokens.
@@ -38,8 +38,8 @@ class GeneratorTest : public ::testing::Test {
     model_ = llama::load(dir_.file("m.gguf"), backend());
     tokenizer_ = Tokenizer::from_gguf(model_->file().metadata());
   }
-  Generator make(GenerateOptions o) {
-    return Generator(model_, *tokenizer_, o);
+  TextGenerator make(GenerateOptions o) {
+    return TextGenerator(model_, *tokenizer_, o);
   }
   static GenerateOptions greedy(int32_t n) {
     GenerateOptions o;
@@ -55,7 +55,7 @@ class GeneratorTest : public ::testing::Test {
 };
 
 TEST_F(GeneratorTest, GreedyIsDeterministicAndFollowsArgmax) {
-  Generator gen = make(greedy(12));
+  TextGenerator gen = make(greedy(12));
   const GenerateResult a = gen.generate("the \xc3\xa9t\xc3\xa9");
   EXPECT_EQ(a.tokens.size(), 12u);
   EXPECT_EQ(a.stop_reason, StopReason::max_tokens);
@@ -87,7 +87,7 @@ TEST_F(GeneratorTest, StopStringEndsGeneration) {
   o.sampling.top_p = 1.0f;
   o.ignore_eos = true;
   o.max_tokens = 40;
-  Generator gen = make(o);
+  TextGenerator gen = make(o);
   const GenerateResult full = gen.generate("ab");
   ASSERT_GE(full.text.size(), 6u);
   // A whole character near the middle.
@@ -115,7 +115,7 @@ TEST_F(GeneratorTest, StreamsWholeCharacters) {
   int multibyte = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     o.sampling.seed = seed;
-    Generator gen = make(o);
+    TextGenerator gen = make(o);
     std::string joined;
     int calls = 0;
     const GenerateResult r =
@@ -139,7 +139,7 @@ TEST_F(GeneratorTest, StreamsWholeCharacters) {
 }
 
 TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
-  Generator gen = make(greedy(30));
+  TextGenerator gen = make(greedy(30));
   int calls = 0;
   const GenerateResult r =
       gen.generate("the", [&](std::string_view) { return ++calls < 3; });
@@ -154,14 +154,14 @@ TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
   const GenerateResult more = gen.generate_tokens(prompt);
   EXPECT_EQ(more.n_prompt_eval, 1);
   EXPECT_EQ(gen.cached_tokens().size(), cached + 1 + 29);
-  Generator fresh = make(greedy(30));
+  TextGenerator fresh = make(greedy(30));
   const GenerateResult want = fresh.generate_tokens(prompt);
   EXPECT_EQ(want.n_prompt_eval, int64_t(prompt.size()));
   EXPECT_EQ(more.tokens, want.tokens);
 }
 
 TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
-  Generator gen = make(greedy(-1));
+  TextGenerator gen = make(greedy(-1));
   const std::vector<TokenId> prompt(60, 5);
   const GenerateResult r = gen.generate_tokens(prompt);
   EXPECT_EQ(r.stop_reason, StopReason::context_full);
@@ -176,7 +176,7 @@ TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
   testing::expect_error<ValueError>([&] { make(o); }, {"stop"});
 }
 
-TEST(Generator, NeverSamplesPaddingRows) {
+TEST(TextGenerator, NeverSamplesPaddingRows) {
   // 40 output rows more than the vocabulary has tokens: at temperature 3
   // with no truncation, 60 draws would hit them about 8 times if they could
   // be sampled.
@@ -196,7 +196,7 @@ TEST(Generator, NeverSamplesPaddingRows) {
   o.sampling.min_p = 0.0f;
   o.ignore_eos = true;
   o.max_tokens = 60;
-  Generator gen(model, tok, o);
+  TextGenerator gen(model, tok, o);
   const GenerateResult r = gen.generate("ab");
   EXPECT_EQ(r.tokens.size(), 60u);
   for (const TokenId id : r.tokens) EXPECT_LT(id, 259);

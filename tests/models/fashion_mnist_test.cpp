@@ -14,6 +14,9 @@ namespace {
 
 using nascent::testing::expect_error;
 using nascent::testing::TempDir;
+using train::ClassifierTrainer;
+using train::EvalResult;
+using train::TrainOptions;
 
 // n images of 28x28 whose class c lights up rows 2c..2c+3 (plus noise):
 // learnable by both models within a few dozen steps.
@@ -73,19 +76,19 @@ TEST_P(Trainer, ResumedTrainingIsBitForBitTheSame) {
   o.warmup_steps = 2;
   o.seed = 7;
   // N + M steps in one go...
-  ClassifierTrainer whole(o, cpu, ds.size());
+  ClassifierTrainer whole(o, cpu, ds.size(), fashion_mnist_task());
   data::DataLoader loader(ds, whole.loader_options(), whole.backend());
   run(whole, loader, 7);
   // ...and N steps, a checkpoint, a fresh trainer, M steps (crossing an
   // epoch boundary on both sides).
-  ClassifierTrainer first(o, cpu, ds.size());
+  ClassifierTrainer first(o, cpu, ds.size(), fashion_mnist_task());
   data::DataLoader loader1(ds, first.loader_options(), first.backend());
   run(first, loader1, 3);
   std::string path = dir.file("resume.safetensors");
   first.save(path);
   // As `nascent train --resume` does: the checkpoint's options.
   ClassifierTrainer second(ClassifierTrainer::checkpoint_options(path), cpu,
-                           ds.size());
+                           ds.size(), fashion_mnist_task());
   second.load(path);
   EXPECT_EQ(second.steps(), 3);
   EXPECT_EQ(second.epoch, 0);
@@ -102,7 +105,7 @@ TEST_P(Trainer, ResumedTrainingIsBitForBitTheSame) {
                           << optimizer;
   }
   // The runs did move the weights.
-  ClassifierTrainer untouched(o, cpu, ds.size());
+  ClassifierTrainer untouched(o, cpu, ds.size(), fashion_mnist_task());
   EXPECT_NE(parameters_of(untouched)[0], a[0]);
 }
 
@@ -126,7 +129,7 @@ TEST(TrainerLearns, LossFallsAndAccuracyRises) {
     o.batch_size = 32;
     o.epochs = 2;
     o.seed = 1;
-    ClassifierTrainer t(o, cpu, train_set.size());
+    ClassifierTrainer t(o, cpu, train_set.size(), fashion_mnist_task());
     EvalResult before = t.evaluate(test_set, 64);
     data::DataLoader loader(train_set, t.loader_options(), t.backend());
     std::vector<float> losses;
@@ -150,26 +153,30 @@ TEST(TrainerErrors, OptionsAndCheckpoints) {
   TempDir dir;
   TrainOptions o;
   o.model = "resnet";
-  expect_error<ValueError>([&] { ClassifierTrainer(o, cpu, 10); },
-                           {"unknown model \"resnet\"", "cnn or mlp"});
+  expect_error<ValueError>(
+      [&] { ClassifierTrainer(o, cpu, 10, fashion_mnist_task()); },
+      {"unknown model \"resnet\"", "cnn or mlp"});
   o.model = "mlp";
   o.optimizer = "lbfgs";
-  expect_error<ValueError>([&] { ClassifierTrainer(o, cpu, 10); },
-                           {"unknown optimizer \"lbfgs\""});
+  expect_error<ValueError>(
+      [&] { ClassifierTrainer(o, cpu, 10, fashion_mnist_task()); },
+      {"unknown optimizer \"lbfgs\""});
   o.optimizer = "sgd";
   o.schedule = "cyclic";
-  expect_error<ValueError>([&] { ClassifierTrainer(o, cpu, 10); },
-                           {"unknown schedule \"cyclic\""});
+  expect_error<ValueError>(
+      [&] { ClassifierTrainer(o, cpu, 10, fashion_mnist_task()); },
+      {"unknown schedule \"cyclic\""});
   o.schedule = "cosine";
-  expect_error<ValueError>([&] { ClassifierTrainer(o, cpu, 0); },
-                           {"training examples (0)"});
-  ClassifierTrainer mlp(o, cpu, 10);
+  expect_error<ValueError>(
+      [&] { ClassifierTrainer(o, cpu, 0, fashion_mnist_task()); },
+      {"training examples (0)"});
+  ClassifierTrainer mlp(o, cpu, 10, fashion_mnist_task());
   std::string path = dir.file("mlp.safetensors");
   mlp.save(path);
   EXPECT_EQ(ClassifierTrainer::checkpoint_options(path).to_json(), o.to_json());
   TrainOptions cnn = o;
   cnn.model = "cnn";
-  ClassifierTrainer other(cnn, cpu, 10);
+  ClassifierTrainer other(cnn, cpu, 10, fashion_mnist_task());
   expect_error<ValueError>(
       [&] { other.load(path); },
       {path, "trained a mlp with sgd, not a cnn with sgd"});

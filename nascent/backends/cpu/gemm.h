@@ -14,10 +14,13 @@ namespace nascent::cpu {
 
 struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
-  int64_t rsa = 0, csa = 0;  // A strides.
-  int64_t rsb = 0, csb = 0;  // B strides.
-  int64_t ldc = 0;
-  bool accumulate = false;
+  // A[i, p] is a[i * rsa + p * csa] and B[p, j] is b[p * rsb + j * csb]:
+  // row and column strides in elements (a row-major A has rsa = k, csa = 1;
+  // its transposed view rsa = 1, csa = m).
+  int64_t rsa = 0, csa = 0;
+  int64_t rsb = 0, csb = 0;
+  int64_t ldc = 0;          // C[i, j] is c[i * ldc + j]; ldc >= n.
+  bool accumulate = false;  // C += A B instead of C = A B.
 };
 
 void gemm_f32(const GemmArgs& g, const float* a, const float* b, float* c);

@@ -14,6 +14,7 @@
 #include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/quant_kernels.h"
 #include "nascent/backends/cpu/thread_pool.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::cpu {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "nascent/backends/cpu/quant_kernels.h"
-#include "nascent/core/quant_blocks.h"
+#include "nascent/quant/blocks.h"
 // Per-target helpers; must come after highway.h.
 #include "nascent/backends/cpu/quant_avx2-inl.h"
 #include "nascent/backends/cpu/quant_gemm_q8_x86-inl.h"

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "nascent/backends/cpu/quant_kernels.h"
-#include "nascent/core/quant_blocks.h"
+#include "nascent/quant/blocks.h"
 
 #if NASCENT_QUANT_X86
 #include <immintrin.h>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nascent/core/quant.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::cpu {
 

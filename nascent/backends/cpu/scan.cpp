@@ -21,19 +21,9 @@ void Backend::scan(ScanOp op, const Tensor& x, int axis, Tensor& out) {
       break;
   }
   if (out.numel() == 0) return;
-  const bool scalar = x.ndim() == 0;
-  const int64_t len = scalar ? 1 : x.shape()[size_t(axis)];
-  const int64_t xs = scalar ? 0 : x.strides()[size_t(axis)];
-  const int64_t os = scalar ? 0 : out.strides()[size_t(axis)];
-  Shape shape;
-  Strides sx, so;
-  for (int d = 0; d < x.ndim(); ++d) {
-    if (d == axis) continue;
-    shape.push_back(x.shape()[size_t(d)]);
-    sx.push_back(x.strides()[size_t(d)]);
-    so.push_back(out.strides()[size_t(d)]);
-  }
-  StridedLoop<2> lines(shape, {so, sx});
+  const common::ScanLines geo = common::scan_lines(x, axis, out);
+  const int64_t len = geo.len, xs = geo.xs, os = geo.os;
+  StridedLoop<2> lines(geo.lines);
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / len);
   dispatch_dtype(out.dtype(), [&](auto out_tag) {
     using D = decltype(out_tag);

@@ -1,14 +1,16 @@
-// Walks N operands of one shape with their own strides, NumPy-iterator style:
-// axes of size 1 are dropped and neighbouring axes that are contiguous for
-// every operand are merged, so most calls end up as one long inner run that
-// a SIMD kernel can take whole. Kernels receive (pointers, run length,
+// Walks N operands of one shape with their own strides, NumPy-iterator style,
+// over the axes common::collapse leaves (size-1 axes dropped, contiguous
+// neighbours merged), so most calls end up as one long inner run that a SIMD
+// kernel can take whole. Kernels receive (pointers, run length,
 // per-operand inner strides in elements).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "nascent/backends/common/geometry.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/shape.h"
 
@@ -18,25 +20,10 @@ template <int N>
 class StridedLoop {
  public:
   // strides[k] are operand k's strides over `shape`, in elements.
-  StridedLoop(const Shape& shape, const std::array<Strides, N>& strides) {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) continue;
-      bool merge = !shape_.empty();
-      for (int k = 0; k < N && merge; ++k) {
-        merge = strides_[k].back() == strides[k][d] * shape[d];
-      }
-      if (merge) {
-        shape_.back() *= shape[d];
-        for (int k = 0; k < N; ++k) strides_[k].back() = strides[k][d];
-      } else {
-        shape_.push_back(shape[d]);
-        for (int k = 0; k < N; ++k) strides_[k].push_back(strides[k][d]);
-      }
-    }
-    if (shape_.empty()) {
-      shape_.push_back(1);
-      for (int k = 0; k < N; ++k) strides_[k].push_back(0);
-    }
+  StridedLoop(const Shape& shape, const std::array<Strides, N>& strides)
+      : StridedLoop(common::collapse<N>(shape, pointers(strides))) {}
+  explicit StridedLoop(common::Collapsed<N> c)
+      : shape_(std::move(c.shape)), strides_(std::move(c.strides)) {
     numel_ = 1;
     for (int64_t d : shape_) numel_ *= d;
   }
@@ -95,6 +82,13 @@ class StridedLoop {
   }
 
  private:
+  static std::array<const Strides*, N> pointers(
+      const std::array<Strides, N>& strides) {
+    std::array<const Strides*, N> p;
+    for (int k = 0; k < N; ++k) p[size_t(k)] = &strides[size_t(k)];
+    return p;
+  }
+
   Shape shape_;
   std::array<Strides, N> strides_;
   int64_t numel_ = 1;

@@ -16,10 +16,13 @@
 // the decoded weights up to f32 rounding.
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "nascent/backends/cuda/device.cuh"
 #include "nascent/backends/cuda/gemm.h"
-#include "nascent/core/quant_blocks.h"
+#include "nascent/core/ops.h"
+#include "nascent/quant/blocks.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::cuda {
 
@@ -246,10 +249,22 @@ void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
 
 void Backend::quant(QuantOp op, const Tensor* x,
                     std::span<const QuantArg> args) {
-  // qembedding: the default's index_select of the rows, then dequantize;
-  // quantize: the default's reference quantizers on the host.
-  if (op == QuantOp::qembedding || op == QuantOp::quantize) {
-    return nascent::Backend::quant(op, x, args);
+  // qembedding: the default's index_select of the rows, then dequantize.
+  if (op == QuantOp::qembedding) return nascent::Backend::quant(op, x, args);
+  if (op == QuantOp::quantize) {
+    // The reference quantizers on the host (quantizing is a file tool's
+    // job, not a hot path): x comes back, the blocks go up.
+    const QuantArg& a = args[0];
+    const int64_t rows = x->shape(0), k = x->shape(1);
+    const int64_t bytes = a.out->shape(1);
+    const std::vector<float> values = x->to_vector<float>();
+    std::vector<uint8_t> blocks(size_t(rows * bytes));
+    for (int64_t r = 0; r < rows; ++r) {
+      quantize_row(a.type, values.data() + r * k, blocks.data() + r * bytes,
+                   k);
+    }
+    copy(from_data(blocks.data(), {rows, bytes}, DType::u8, *this), *a.out);
+    return;
   }
   DeviceGuard guard(ctx_->device);
   Context& ctx = *ctx_;

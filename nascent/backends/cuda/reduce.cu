@@ -348,22 +348,12 @@ void fill_dims(Dims& d, const Shape& sizes, const Strides& strides) {
   }
 }
 
-// Drops size-1 axes and merges neighbours contiguous in x.
+// Drops size-1 axes and merges neighbours contiguous in x (no axis left
+// for an all-size-1 list: its product is 1 either way).
 void merge_axes(Shape& sizes, Strides& strides) {
-  Shape s;
-  Strides st;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    if (!s.empty() && st.back() == strides[d] * sizes[d]) {
-      s.back() *= sizes[d];
-      st.back() = strides[d];
-    } else {
-      s.push_back(sizes[d]);
-      st.push_back(strides[d]);
-    }
-  }
-  sizes = s;
-  strides = st;
+  Collapsed<1> c = collapse<1>(sizes, {&strides}, false);
+  sizes = std::move(c.shape);
+  strides = std::move(c.strides[0]);
 }
 
 struct Plan {

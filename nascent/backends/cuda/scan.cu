@@ -46,19 +46,9 @@ void Backend::scan(ScanOp op, const Tensor& x, int axis, Tensor& out) {
       break;
   }
   if (out.numel() == 0) return;
-  const bool scalar = x.ndim() == 0;
-  const int64_t len = scalar ? 1 : x.shape()[size_t(axis)];
-  const int64_t xs = scalar ? 0 : x.strides()[size_t(axis)];
-  const int64_t ys = scalar ? 0 : out.strides()[size_t(axis)];
-  Shape shape;
-  Strides sx, sy;
-  for (int d = 0; d < x.ndim(); ++d) {
-    if (d == axis) continue;
-    shape.push_back(x.shape()[size_t(d)]);
-    sx.push_back(x.strides()[size_t(d)]);
-    sy.push_back(out.strides()[size_t(d)]);
-  }
-  Collapsed<2> c = collapse<2>(shape, {&sy, &sx});
+  const common::ScanLines geo = common::scan_lines(x, axis, out);
+  const int64_t len = geo.len, xs = geo.xs, ys = geo.os;
+  const Collapsed<2>& c = geo.lines;
   dispatch(x.dtype(), [&](auto xtag) {
     using S = decltype(xtag);
     dispatch(out.dtype(), [&](auto ytag) {

@@ -2,7 +2,7 @@
 // own strides (0 for broadcast axes, any sign).
 //
 // The host drops size-1 axes and merges neighbouring axes that are
-// contiguous for every operand (as cpu::StridedLoop), so a contiguous or
+// contiguous for every operand (common::collapse, as the CPU does), so a contiguous or
 // broadcast-scalar call becomes one axis. Each launch covers fewer than 2^31
 // elements with at most kMaxDims axes, so a kernel turns its 32-bit linear
 // index into per-operand offsets with one fast division per axis; larger or
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nascent/backends/common/geometry.h"
 #include "nascent/backends/cuda/device.cuh"
 #include "nascent/core/shape.h"
 
@@ -45,57 +46,9 @@ NASCENT_D void strided_offsets(const StridedParams<N>& p, uint32_t i,
   }
 }
 
-// Axes after dropping size-1 ones and merging, outermost first.
-template <int N>
-struct Collapsed {
-  Shape shape;
-  std::array<Strides, N> strides;
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    return n;
-  }
-  // One axis, inner stride 1 for every operand whose flag is false and 0
-  // for those allowed to broadcast: the vectorised kernels' case.
-  bool flat(std::array<bool, N> may_broadcast) const {
-    if (shape.size() != 1) return false;
-    for (int k = 0; k < N; ++k) {
-      const int64_t s = strides[size_t(k)][0];
-      if (s != 1 && !(may_broadcast[size_t(k)] && s == 0)) return false;
-    }
-    return true;
-  }
-};
-
-template <int N>
-Collapsed<N> collapse(const Shape& shape,
-                      const std::array<const Strides*, N>& strides) {
-  Collapsed<N> c;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !c.shape.empty();
-    for (int k = 0; k < N && merge; ++k) {
-      merge =
-          c.strides[size_t(k)].back() == (*strides[size_t(k)])[d] * shape[d];
-    }
-    if (merge) {
-      c.shape.back() *= shape[d];
-      for (int k = 0; k < N; ++k) {
-        c.strides[size_t(k)].back() = (*strides[size_t(k)])[d];
-      }
-    } else {
-      c.shape.push_back(shape[d]);
-      for (int k = 0; k < N; ++k) {
-        c.strides[size_t(k)].push_back((*strides[size_t(k)])[d]);
-      }
-    }
-  }
-  if (c.shape.empty()) {
-    c.shape.push_back(1);
-    for (int k = 0; k < N; ++k) c.strides[size_t(k)].push_back(0);
-  }
-  return c;
-}
+// The host side's axis merging is the one every backend shares.
+using common::Collapsed;
+using common::collapse;
 
 // Calls launch(params, base offsets, count) for launches that together cover
 // every element of `c` (nothing for an empty shape).

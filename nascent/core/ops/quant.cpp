@@ -197,8 +197,7 @@ Tensor quantize(const Tensor& x, QuantType type) {
 }
 
 // The quant family is optional for a backend: without it, a clear error;
-// qembedding decodes the rows it gathers with the backend's own dequantize,
-// quantize runs the reference quantizers on the host.
+// qembedding decodes the rows it gathers with the backend's own dequantize.
 void Backend::quant(QuantOp op, const Tensor* x,
                     std::span<const QuantArg> args) {
   if (op == QuantOp::qembedding) {
@@ -207,18 +206,6 @@ void Backend::quant(QuantOp op, const Tensor* x,
     index(IndexOp::index_select, *a.w, 0, *x, nullptr, rows);
     const QuantArg decode{a.type, &rows, a.out};
     quant(QuantOp::dequantize, nullptr, std::span<const QuantArg>(&decode, 1));
-    return;
-  }
-  if (op == QuantOp::quantize) {
-    const QuantArg& a = args[0];
-    const int64_t rows = x->shape(0), k = x->shape(1);
-    const int64_t bytes = a.out->shape(1);
-    const std::vector<float> values = x->to_vector<float>();
-    std::vector<uint8_t> blocks(size_t(rows * bytes));
-    for (int64_t r = 0; r < rows; ++r) {
-      quantize_row(a.type, values.data() + r * k, blocks.data() + r * bytes, k);
-    }
-    copy(from_data(blocks.data(), {rows, bytes}, DType::u8, *this), *a.out);
     return;
   }
   throw BackendError(

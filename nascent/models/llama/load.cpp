@@ -81,11 +81,13 @@ Tensor Transformer::vec(const std::string& name, int64_t n) const {
                                   file_->path(), name, shape_str(info->shape),
                                   n));
   }
-  // Small: converted to f32 once.
-  std::vector<float> values(static_cast<size_t>(n));
-  dequantize_row(info->type, file_->tensor_data(*info).data(), values.data(),
-                 n);
-  return from_data(values.data(), {n}, DType::f32, *backend_);
+  // Small: decoded to f32 once, by the backend.
+  const std::span<const std::byte> bytes = file_->tensor_data(*info);
+  const int64_t row = int64_t(bytes.size());
+  const Tensor raw =
+      Tensor::make({1, row}, {row, 1}, 0, DType::u8, *backend_,
+                   backend_->wrap(file_, bytes.data(), bytes.size()));
+  return dequantize(raw, info->type).view({n});
 }
 
 void Transformer::load_weights() {

@@ -17,6 +17,7 @@
 #include "nascent/backends/cpu/quant_fused.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
+#include "nascent/quant/codec.h"
 #include "tests/backends/cpu/random_values.h"
 
 namespace nascent {

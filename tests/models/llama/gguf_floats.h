@@ -6,6 +6,7 @@
 
 #include "nascent/core/quant.h"
 #include "nascent/io/gguf_reader.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::testing {
 

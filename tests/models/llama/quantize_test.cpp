@@ -14,6 +14,7 @@
 #include "nascent/io/gguf_writer.h"
 #include "nascent/models/llama/quantize.h"
 #include "nascent/models/llama/random_model.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::test {
 namespace {

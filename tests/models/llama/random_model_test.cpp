@@ -13,6 +13,7 @@
 #include "nascent/core/error.h"
 #include "nascent/io/gguf_reader.h"
 #include "nascent/models/llama/random_model.h"
+#include "nascent/quant/codec.h"
 #include "nascent/tokenizer/tokenizer.h"
 #include "shared_data.h"
 

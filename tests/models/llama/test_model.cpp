@@ -9,6 +9,7 @@
 
 #include "nascent/io/gguf_reader.h"
 #include "nascent/io/gguf_writer.h"
+#include "nascent/quant/codec.h"
 
 namespace nascent::test {
 

@@ -6,8 +6,8 @@
 #include <cfloat>
 #include <cmath>
 
-#include "nascent/core/quant_blocks.h"
-#include "nascent/core/quant_ref.h"
+#include "nascent/quant/blocks.h"
+#include "nascent/quant/ref.h"
 
 namespace nascent::detail {
 

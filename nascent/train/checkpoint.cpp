@@ -1,10 +1,15 @@
-#include "nascent/io/checkpoint.h"
+#include "nascent/train/checkpoint.h"
 
 #include <fmt/format.h>
 
 #include "nascent/io/safetensors.h"
 
-namespace nascent::io {
+namespace nascent::train {
+
+using io::Metadata;
+using io::SafetensorsEntry;
+using io::SafetensorsReader;
+using io::save_safetensors;
 
 namespace {
 
@@ -112,4 +117,4 @@ json load_checkpoint(const std::string& path, nn::Module& model,
   return c.training;
 }
 
-}  // namespace nascent::io
+}  // namespace nascent::train

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "nascent/core/quant_blocks.h"
-#include "nascent/core/quant_ref.h"
+#include "nascent/quant/blocks.h"
+#include "nascent/quant/ref.h"
 
 namespace nascent::detail {
 

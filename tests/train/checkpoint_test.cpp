@@ -1,7 +1,7 @@
 // Checkpoints: model, optimizer and training state round trip; files that
 // are not checkpoints, or do not fit the model, are refused without
 // changing the model; corrupt files raise FormatError.
-#include "nascent/io/checkpoint.h"
+#include "nascent/train/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "nascent/nn/layers.h"
 #include "nascent/nn/norm.h"
 
-namespace nascent::io {
+namespace nascent::train {
 namespace {
 
 using nascent::testing::expect_error;
@@ -115,15 +115,17 @@ TEST_F(Checkpoints, MismatchesAreRefusedAndChangeNothing) {
 
   // A plain safetensors file is not a checkpoint.
   std::string plain = dir.file("plain.safetensors");
-  save_safetensors(plain, {{"model.0.weight", zeros({8, 4}, cpu)}});
+  io::save_safetensors(plain, {{"model.0.weight", zeros({8, 4}, cpu)}});
   expect_error<FormatError>([&] { load_checkpoint(plain, *b, nullptr); },
                             {plain, "not a nascent checkpoint"});
-  save_safetensors(plain, {{"w", zeros({1}, cpu)}},
-                   {{"format", "nascent.checkpoint.v1"}, {"training", "{"}});
+  io::save_safetensors(
+      plain, {{"w", zeros({1}, cpu)}},
+      {{"format", "nascent.checkpoint.v1"}, {"training", "{"}});
   expect_error<FormatError>([&] { read_checkpoint(plain, cpu); },
                             {plain, "\"training\" is not a JSON object"});
-  save_safetensors(plain, {{"w", zeros({1}, cpu)}},
-                   {{"format", "nascent.checkpoint.v1"}, {"training", "{}"}});
+  io::save_safetensors(
+      plain, {{"w", zeros({1}, cpu)}},
+      {{"format", "nascent.checkpoint.v1"}, {"training", "{}"}});
   expect_error<FormatError>(
       [&] { read_checkpoint(plain, cpu); },
       {plain, "\"w\" is neither model.* nor optimizer.*"});
@@ -147,4 +149,4 @@ TEST_F(Checkpoints, CorruptFilesRaiseFormatError) {
 }
 
 }  // namespace
-}  // namespace nascent::io
+}  // namespace nascent::train

@@ -15,7 +15,7 @@
 #include "nascent/nn/module.h"
 #include "nascent/optim/optimizer.h"
 
-namespace nascent::io {
+namespace nascent::train {
 
 struct Checkpoint {
   std::map<std::string, Tensor> model;
@@ -38,4 +38,4 @@ Checkpoint read_checkpoint(const std::string& path, Backend& backend);
 nlohmann::json load_checkpoint(const std::string& path, nn::Module& model,
                                optim::Optimizer* optimizer);
 
-}  // namespace nascent::io
+}  // namespace nascent::train

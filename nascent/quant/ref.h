@@ -1,6 +1,7 @@
 // The reference block conversions behind quantize_row and dequantize_row
-// (quant_legacy.cpp: f32/f16/bf16 and the 32-value types; quant_kquants.cpp:
-// the k-quants). Private to core; `blocks` counts blocks, not values.
+// (legacy.cpp: f32/f16/bf16 and the 32-value types; kquants.cpp:
+// the k-quants). Private to nascent/quant; `blocks` counts blocks, not
+// values.
 #pragma once
 
 #include <cstdint>
