@@ -115,6 +115,7 @@ const Registry& registry() {
     register_nn(reg);
     register_shape(reg);
     register_reduce(reg);
+    register_resize(reg);
     return reg;
   }();
   return r;

@@ -69,6 +69,7 @@ void register_elementwise(Registry& r);  // ops_elementwise.cpp
 void register_nn(Registry& r);           // ops_nn.cpp
 void register_shape(Registry& r);        // ops_shape.cpp
 void register_reduce(Registry& r);       // ops_reduce.cpp
+void register_resize(Registry& r);       // ops_resize.cpp
 
 // Helpers for kernels.
 std::vector<int64_t> host_ints(const Tensor& t);  // Any integer tensor.

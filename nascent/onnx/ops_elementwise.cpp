@@ -148,6 +148,19 @@ void register_elementwise(Registry& r) {
   r["Sin"] = unary_def(static_cast<Fn1>(sin));
   r["Cos"] = unary_def(static_cast<Fn1>(cos));
   r["Not"].since = 1;
+  r["Tan"] = unary_def([](const Tensor& x) { return sin(x) / cos(x); });
+  r["Sinh"] =
+      unary_def([](const Tensor& x) { return (exp(x) - exp(-x)) * 0.5; });
+  r["Cosh"] =
+      unary_def([](const Tensor& x) { return (exp(x) + exp(-x)) * 0.5; });
+  r["Asinh"] = unary_def([](const Tensor& x) {  // Odd: no cancellation.
+    Tensor a = abs(x);
+    return sign(x) * log(a + sqrt(a * a + 1.0));
+  });
+  r["Acosh"] =
+      unary_def([](const Tensor& x) { return log(x + sqrt(x * x - 1.0)); });
+  r["Atanh"] = unary_def(
+      [](const Tensor& x) { return log((x + 1.0) / (1.0 - x)) * 0.5; });
   r["Identity"] = unary_def([](const Tensor& x) { return x; });
   r["IsNaN"] = unary_def([](const Tensor& x) { return ne(x, x); });
   r["Softsign"] = unary_def([](const Tensor& x) { return x / (abs(x) + 1.0); });

@@ -118,6 +118,15 @@ std::vector<int64_t> pad_list(const Window& w, int64_t extra_h = 0,
   return {w.begin(1), w.end(1) + extra_w, w.begin(0), w.end(0) + extra_h};
 }
 
+// pad() unless there is nothing to pad (it would copy).
+Tensor pad_if(const Tensor& x, const std::vector<int64_t>& pads,
+              Scalar value = 0.0) {
+  for (int64_t p : pads) {
+    if (p != 0) return pad(x, pads, value);
+  }
+  return x;
+}
+
 Conv2dParams conv_params(const Window& w, int64_t groups, bool padded) {
   Conv2dParams p;
   p.groups = groups;
@@ -247,7 +256,8 @@ int64_t ceil_extra(const Window& w, int i, int64_t in) {
                            (out - 1) * s + keff - (in + w.begin(i) + w.end(i)));
 }
 
-Kernel pool(const Node& n, bool is_max) {
+// Max, average or Lp pooling (`lp_norm` > 0).
+Kernel pool(const Node& n, bool is_max, double lp_norm = 0) {
   Window w0 = Window::read(n, false);
   bool include_pad = n.i("count_include_pad", 0) != 0;
   for (int64_t d : w0.dilations) {
@@ -257,8 +267,8 @@ Kernel pool(const Node& n, bool is_max) {
     n.unsupported("MaxPool's Indices output is not supported");
   }
   if (n.i("storage_order", 0) != 0) n.unsupported("storage_order 1");
-  const char* op = is_max ? "MaxPool" : "AveragePool";
-  return [w0, include_pad, is_max, op](const std::vector<Tensor>& in) {
+  const char* op = is_max ? "MaxPool" : lp_norm > 0 ? "LpPool" : "AveragePool";
+  return [w0, include_pad, is_max, op, lp_norm](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     if (x.ndim() < 3) {
       throw ShapeError(
@@ -272,17 +282,22 @@ Kernel pool(const Node& n, bool is_max) {
     Tensor x2 = as_2d(x, w.rank);
     const Pool2dParams p = pool_params(w, false, true);
     Tensor y;
-    if (is_max) {  // The pads hold -inf; integers go through f64.
+    if (lp_norm > 0) {  // (sum |x|^p)^(1/p) = (mean * area)^(1/p).
+      Tensor xp = pow(abs(x2), lp_norm);
+      double area = double(p.kernel[0] * p.kernel[1]);
+      y = pow(avg_pool2d(pad_if(xp, pad_list(w, eh, ew)), p) * area,
+              1.0 / lp_norm);
+    } else if (is_max) {  // The pads hold -inf; integers go through f64.
       DType dt = x.dtype();
       if (!is_floating(dt)) x2 = x2.cast(DType::f64);
-      x2 = pad(x2, pad_list(w, eh, ew),
-               Scalar(-std::numeric_limits<double>::infinity()));
+      x2 = pad_if(x2, pad_list(w, eh, ew),
+                  Scalar(-std::numeric_limits<double>::infinity()));
       y = max_pool2d(x2, p).cast(dt);
     } else {
       // A zero-padded mean over the whole window, divided by the share of
       // the window that counts: the input, plus the pads where
       // count_include_pad (never the ceil_mode overhang).
-      Tensor sum = avg_pool2d(pad(x2, pad_list(w, eh, ew)), p);
+      Tensor sum = avg_pool2d(pad_if(x2, pad_list(w, eh, ew)), p);
       if (include_pad && eh == 0 && ew == 0) {
         y = sum;
       } else {
@@ -461,6 +476,76 @@ void register_nn(Registry& r) {
   r["ConvTranspose"] = {conv_transpose, 2, 3};
   r["MaxPool"] = {[](const Node& n) { return pool(n, true); }, 1, 1};
   r["AveragePool"] = {[](const Node& n) { return pool(n, false); }, 1, 1};
+  r["LpPool"] = {[](const Node& n) {
+                   int64_t p = n.i("p", 2);
+                   if (p < 1) n.fail("LpPool: p must be positive");
+                   return pool(n, false, double(p));
+                 },
+                 1, 1, 18};
+  r["GroupNormalization"] = {
+      [](const Node& n) -> Kernel {
+        double eps = n.f("epsilon", 1e-5f);
+        int64_t groups = n.required_i("num_groups");
+        if (groups < 1) n.fail("num_groups must be positive");
+        return [eps, groups](const std::vector<Tensor>& in) {
+          const Tensor& x = in[0];
+          if (x.ndim() < 2 || x.shape(1) % groups) {
+            throw ShapeError(fmt::format(
+                "GroupNormalization: {} channels of {} "
+                "in {} groups",
+                x.ndim() < 2 ? 0 : x.shape(1), x.to_string(), groups));
+          }
+          Tensor g = x.reshape({x.shape(0), groups, -1});
+          Tensor y = layer_norm(g, nullptr, nullptr, eps, 1).reshape(x.shape());
+          auto per = [&](const Tensor& p) {  // [C], or [groups] (opset 18).
+            if (p.numel() == x.shape(1)) return per_channel(p, x);
+            Shape s(size_t(x.ndim()), 1);
+            s[1] = x.shape(1);
+            Tensor rep = p.reshape({groups, 1})
+                             .expand({groups, x.shape(1) / groups})
+                             .reshape({x.shape(1)});
+            return rep.reshape(s).cast(x.dtype());
+          };
+          return std::vector<Tensor>{y * per(in[1]) + per(in[2])};
+        };
+      },
+      3, 3, 18};
+  r["MeanVarianceNormalization"] = {
+      [](const Node& n) -> Kernel {
+        std::vector<int64_t> axes0 = n.ints("axes", {0, 2, 3});
+        return [axes0](const std::vector<Tensor>& in) {
+          const Tensor& x = in[0];
+          Axes axes;
+          for (int64_t a : axes0) axes.push_back(axis_of(a, x.ndim(), "MVN"));
+          Tensor c = x - mean(x, axes, true);
+          return std::vector<Tensor>{c / sqrt(mean(c * c, axes, true) + 1e-9)};
+        };
+      },
+      1, 1};
+  r["LRN"] = {[](const Node& n) -> Kernel {
+                double alpha = n.f("alpha", 1e-4f), beta = n.f("beta", 0.75f);
+                double bias = n.f("bias", 1.0f);
+                int64_t size = n.required_i("size");
+                if (size < 1) n.fail("LRN: size must be positive");
+                return [=](const std::vector<Tensor>& in) {
+                  const Tensor& x = in[0];
+                  if (x.ndim() < 3)
+                    throw ShapeError("LRN: input must be [N, C, ...]");
+                  // Sum of squares over channels [c - lo, c + hi].
+                  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+                  std::vector<int64_t> pads(size_t(2 * (x.ndim() - 1)), 0);
+                  pads[pads.size() - 2] = lo;
+                  pads[pads.size() - 1] = hi;
+                  Tensor sq = pad(x * x, pads);
+                  Tensor acc = sq.slice(1, 0, x.shape(1));
+                  for (int64_t i = 1; i < size; ++i) {
+                    acc = acc + sq.slice(1, i, i + x.shape(1));
+                  }
+                  return std::vector<Tensor>{
+                      x / pow(acc * (alpha / double(size)) + bias, beta)};
+                };
+              },
+              1, 1};
   r["GlobalAveragePool"] = {
       [](const Node&) -> Kernel {
         return [](const std::vector<Tensor>& in) {

@@ -71,9 +71,68 @@ OpDef arg_def(bool is_max) {
           1, 1};
 }
 
+// [n] along `axis` of a tensor of rank `rank`: 0, 1, ..., n - 1.
+Tensor positions(int64_t n, int64_t axis, int64_t rank, Backend& b) {
+  Shape s(size_t(rank), 1);
+  s[size_t(axis)] = n;
+  return arange(n, b).reshape(s);
+}
+
+// The k largest (or smallest) by k rounds of argmax, each masking its
+// pick: O(k n), exact, ties to the lower index as ONNX asks; the values
+// come out sorted.
+std::vector<Tensor> top_k(const Tensor& x, int64_t k, int64_t axis,
+                          bool largest) {
+  const int64_t n = x.shape(axis);
+  if (k < 0 || k > n) {
+    throw ValueError(
+        fmt::format("TopK: k = {} for axis {} of {}", k, axis, x.to_string()));
+  }
+  if (k == 0) {
+    Tensor v = x.slice(axis, 0, 0);
+    return {v.contiguous(), zeros(v.shape(), x.backend(), DType::i64)};
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor work = is_floating(x.dtype()) ? x : x.cast(DType::f64);
+  Tensor pos = positions(n, axis, x.ndim(), x.backend());
+  std::vector<Tensor> values, indices;
+  for (int64_t i = 0; i < k; ++i) {
+    Tensor idx = largest ? argmax(work, axis, true) : argmin(work, axis, true);
+    values.push_back(gather(x, axis, idx));
+    indices.push_back(idx);
+    if (i + 1 < k)
+      work = where(ne(pos, idx), work, Scalar(largest ? -inf : inf));
+  }
+  return {cat(values, axis), cat(indices, axis)};
+}
+
 }  // namespace
 
 void register_reduce(Registry& r) {
+  r["TopK"] = {[](const Node& n) -> Kernel {
+                 int64_t axis0 = n.i("axis", -1);
+                 bool largest = n.i("largest", 1) != 0;
+                 return [axis0, largest](const std::vector<Tensor>& in) {
+                   int64_t axis = axis_of(axis0, in[0].ndim(), "TopK");
+                   std::vector<int64_t> k = host_ints(in[1]);
+                   if (k.size() != 1)
+                     throw ShapeError("TopK: K must hold one value");
+                   return top_k(in[0], k[0], axis, largest);
+                 };
+               },
+               2, 2, 11};
+  r["Hardmax"] = {[](const Node& n) -> Kernel {
+                    int64_t axis0 = n.i("axis", -1);
+                    return [axis0](const std::vector<Tensor>& in) {
+                      const Tensor& x = in[0];
+                      int64_t axis = axis_of(axis0, x.ndim(), "Hardmax");
+                      Tensor pos =
+                          positions(x.shape(axis), axis, x.ndim(), x.backend());
+                      return std::vector<Tensor>{
+                          eq(pos, argmax(x, axis, true)).cast(x.dtype())};
+                    };
+                  },
+                  1, 1};
   r["ReduceSum"] = reduce_def(static_cast<Reduce>(sum));
   r["ReduceMean"] = reduce_def(static_cast<Reduce>(mean));
   const double inf = std::numeric_limits<double>::infinity();

@@ -462,6 +462,23 @@ void register_shape(Registry& r) {
         };
       },
       3, 3, 11};
+  r["EyeLike"] = {
+      [](const Node& n) -> Kernel {
+        int64_t k = n.i("k", 0);
+        bool has_dtype = n.has("dtype");
+        DType to = has_dtype ? to_dtype(int32_t(n.i("dtype", 1)), n.where())
+                             : DType::f32;
+        return [k, has_dtype, to](const std::vector<Tensor>& in) {
+          const Tensor& x = in[0];
+          if (x.ndim() != 2) throw ShapeError("EyeLike: input must be 2-D");
+          Backend& b = x.backend();
+          Tensor rows = arange(x.shape(0), b).reshape({x.shape(0), 1});
+          Tensor cols = arange(x.shape(1), b).reshape({1, x.shape(1)});
+          return Out{
+              eq(rows + Scalar(k), cols).cast(has_dtype ? to : x.dtype())};
+        };
+      },
+      1, 1, 9};
   for (bool to_space : {true, false}) {
     r[to_space ? "DepthToSpace" : "SpaceToDepth"] = {
         [to_space](const Node& n) -> Kernel {

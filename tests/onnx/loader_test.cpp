@@ -193,6 +193,29 @@ TEST(OnnxLoader, ChecksInputsAtRun) {
   EXPECT_THROW(m.run({}), ValueError);
 }
 
+TEST(OnnxLoader, ResizeRefusesHostileScales) {
+  // Nearest x2 on the last axis against a by-hand expectation, then scales
+  // that would overflow, allocate without bound or are not numbers.
+  cpu::Backend cpu;
+  auto resize = [&](float scale) {
+    GraphParts g;
+    g.initializers = {tensor_f32("S", {3}, {1, 1, scale})};
+    g.inputs = {value_info("X", 1, {1, 2, 2})};
+    g.outputs = {value_info("Y", 1, {})};
+    g.nodes = {node("Resize", {"X", "", "S"}, {"Y"}, "rs")};
+    return load_string(model(g), cpu);
+  };
+  Tensor x = from_vector<float>({1, 2, 3, 4}, {1, 2, 2}, cpu);
+  Tensor y = resize(2).run({x})[0];
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 4}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4}));
+  for (float bad : {1e30f, 1e8f, std::nanf(""), -1.0f, INFINITY}) {
+    Model m = resize(bad);
+    std::string msg = error_of<ValueError>([&] { m.run({x}); });
+    EXPECT_NE(msg.find("Resize"), std::string::npos) << msg;
+  }
+}
+
 TEST(OnnxLoader, ExternalDataStaysInTheModelsFolder) {
   cpu::Backend cpu;
   nascent::testing::TempDir dir;
