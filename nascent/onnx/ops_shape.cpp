@@ -35,6 +35,40 @@ Tensor nonneg_index(const Tensor& idx, int64_t dim) {
   return where(lt(idx, Scalar(int64_t(0))), idx + Scalar(dim), idx);
 }
 
+// Pad's edge, reflect and wrap modes along one axis: each output position
+// maps to an input one (clamped, mirrored or periodic, as numpy.pad, which
+// ONNX's reference uses, also for pads longer than the axis).
+Tensor pad_by_index(const Tensor& x, int64_t axis, int64_t before,
+                    int64_t after, const std::string& mode) {
+  const int64_t n = x.shape(axis);
+  if (n == 0) {
+    throw ValueError(
+        fmt::format("Pad: mode '{}' cannot pad the empty axis {}", mode, axis));
+  }
+  // The index list lives on the host, so its length is bounded.
+  constexpr int64_t max_axis = int64_t(1) << 26;
+  if (before > max_axis || after > max_axis || n + before + after > max_axis) {
+    throw ValueError(fmt::format("Pad: pads {} and {} of axis {} are too large",
+                                 before, after, axis));
+  }
+  std::vector<int64_t> idx;
+  idx.reserve(size_t(n + before + after));
+  const int64_t period = 2 * (n - 1);
+  for (int64_t j = -before; j < n + after; ++j) {
+    if (mode == "edge") {
+      idx.push_back(std::clamp<int64_t>(j, 0, n - 1));
+    } else if (mode == "wrap") {
+      idx.push_back(((j % n) + n) % n);
+    } else if (period == 0) {  // reflect of a single element.
+      idx.push_back(0);
+    } else {
+      int64_t m = ((j % period) + period) % period;
+      idx.push_back(m < n ? m : period - m);
+    }
+  }
+  return index_select(x, axis, from_vector(idx, x.backend()));
+}
+
 Tensor reshape_to(const Tensor& x, std::vector<int64_t> dims, bool allowzero) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -380,9 +414,12 @@ void register_shape(Registry& r) {
   r["Pad"] = {
       [](const Node& n) -> Kernel {
         std::string mode = n.s("mode", "constant");
-        if (mode != "constant")
-          n.unsupported("Pad mode '" + mode + "' (only constant)");
-        return [](const std::vector<Tensor>& in) {
+        if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+            mode != "wrap") {
+          n.fail("Pad: mode must be constant, edge, reflect or wrap, not '" +
+                 mode + "'");
+        }
+        return [mode](const std::vector<Tensor>& in) {
           Tensor x = in[0];
           const int64_t rank = x.ndim();
           auto pads = host_ints(in[1]);
@@ -406,6 +443,14 @@ void register_shape(Registry& r) {
             int64_t b = std::min<int64_t>(before[size_t(a)], 0);
             int64_t e = std::min<int64_t>(after[size_t(a)], 0);
             if (b || e) x = x.slice(a, -b, x.shape(a) + e);
+          }
+          if (mode != "constant") {
+            for (int64_t a = 0; a < rank; ++a) {
+              int64_t b = std::max<int64_t>(before[size_t(a)], 0);
+              int64_t e = std::max<int64_t>(after[size_t(a)], 0);
+              if (b || e) x = pad_by_index(x, a, b, e, mode);
+            }
+            return Out{x};
           }
           std::vector<int64_t> list;
           for (int64_t a = rank - 1; a >= 0; --a) {

@@ -4,6 +4,7 @@
 // model's folder, and a fuzz of the decoder.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -214,6 +215,32 @@ TEST(OnnxLoader, ResizeRefusesHostileScales) {
     std::string msg = error_of<ValueError>([&] { m.run({x}); });
     EXPECT_NE(msg.find("Resize"), std::string::npos) << msg;
   }
+}
+
+TEST(OnnxLoader, PadModesMatchNumpyPad) {
+  // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
+  // and wrap again.
+  cpu::Backend cpu;
+  auto pad_model = [&](const std::string& mode) {
+    GraphParts g;
+    g.initializers = {tensor_i64("P", {2}, {4, 5})};
+    g.inputs = {value_info("X", 1, {3})};
+    g.outputs = {value_info("Y", 1, {12})};
+    g.nodes = {node("Pad", {"X", "P"}, {"Y"}, "pad", {attr_str("mode", mode)})};
+    return model(g);
+  };
+  const std::map<std::string, std::vector<float>> want = {
+      {"reflect", {1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2}},
+      {"wrap", {3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2}},
+      {"edge", {1, 1, 1, 1, 1, 2, 3, 3, 3, 3, 3, 3}}};
+  Tensor x = from_vector<float>({1, 2, 3}, {3}, cpu);
+  for (const auto& [mode, values] : want) {
+    Model m = load_string(pad_model(mode), cpu);
+    EXPECT_EQ(m.run({x})[0].to_vector<float>(), values) << mode;
+  }
+  std::string msg =
+      error_of<FormatError>([&] { load_string(pad_model("mirror"), cpu); });
+  EXPECT_NE(msg.find("'mirror'"), std::string::npos) << msg;
 }
 
 TEST(OnnxLoader, ExternalDataStaysInTheModelsFolder) {

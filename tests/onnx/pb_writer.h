@@ -120,6 +120,12 @@ inline Pb attr_ints(const std::string& name, const std::vector<int64_t>& v) {
   return a;
 }
 
+inline Pb attr_str(const std::string& name, const std::string& v) {
+  Pb a;
+  a.str(1, name).str(4, v).varint(20, 3);
+  return a;
+}
+
 struct GraphParts {
   std::vector<Pb> nodes, initializers, inputs, outputs;
 };
