@@ -246,7 +246,12 @@ Model load_bytes(std::span<const std::byte> bytes, const std::string& what,
       last_use[size_t(s->second)] = int(k);
     }
     try {
-      Node node(n, what + ": " + where, model.opset_, backend, base_dir);
+      std::vector<Tensor> known;
+      for (int i : step.inputs) {
+        known.push_back(i < 0 ? Tensor() : graph->constants[size_t(i)]);
+      }
+      Node node(n, what + ": " + where, model.opset_, backend, base_dir,
+                std::move(known));
       step.kernel = def.factory(node);
     } catch (const UnsupportedError&) {
       throw;

@@ -5,12 +5,18 @@
 namespace nascent::onnx {
 
 Node::Node(const NodeProto& proto, std::string where, int64_t opset,
-           Backend& backend, const std::string& base_dir)
+           Backend& backend, const std::string& base_dir,
+           std::vector<Tensor> constants)
     : proto_(proto),
       where_(std::move(where)),
       opset_(opset),
       backend_(backend),
-      base_dir_(base_dir) {}
+      base_dir_(base_dir),
+      constants_(std::move(constants)) {}
+
+Tensor Node::constant(size_t i) const {
+  return i < constants_.size() ? constants_[i] : Tensor();
+}
 
 void Node::fail(const std::string& msg) const {
   throw ValueError(fmt::format("onnx: {}: {}", where_, msg));

@@ -17,8 +17,11 @@ namespace nascent::onnx {
 // A node being prepared: its attributes, typed and checked.
 class Node {
  public:
+  // `constants`: per input, its value where it is known at load (an
+  // initializer or a folded node), else undefined.
   Node(const NodeProto& proto, std::string where, int64_t opset,
-       Backend& backend, const std::string& base_dir);
+       Backend& backend, const std::string& base_dir,
+       std::vector<Tensor> constants = {});
 
   const NodeProto& proto() const { return proto_; }
   const std::string& where() const { return where_; }  // "node 'x' (Conv)"
@@ -35,6 +38,9 @@ class Node {
                             std::vector<int64_t> fallback = {}) const;
   std::vector<float> floats(const std::string& name) const;
   Tensor t(const std::string& name) const;  // Undefined if absent.
+  // Input i's value if it is known at load, so a kernel can prepare it
+  // once (a transposed weight, checked indices); undefined otherwise.
+  Tensor constant(size_t i) const;
   // An attribute that must be present.
   int64_t required_i(const std::string& name) const;
 
@@ -50,6 +56,7 @@ class Node {
   int64_t opset_;
   Backend& backend_;
   const std::string& base_dir_;
+  std::vector<Tensor> constants_;
 };
 
 // Missing optional inputs are undefined tensors; returns the outputs (an

@@ -456,6 +456,14 @@ void register_nn(Registry& r) {
       [](const Node& n) -> Kernel {
         double alpha = n.f("alpha", 1.0f), beta = n.f("beta", 1.0f);
         bool ta = n.i("transA", 0) != 0, tb = n.i("transB", 0) != 0;
+        // A constant transposed B (PyTorch's Linear) is also laid out [K, N]
+        // once (a second copy of the weight): faster from a few rows of A
+        // on, while a single row reads B's rows as they are.
+        Tensor b_kn;
+        if (Tensor b = n.constant(1); tb && b.defined() && b.ndim() == 2) {
+          b_kn = b.transpose().contiguous();
+          n.backend().set_persistent(b_kn, true);
+        }
         return [=](const std::vector<Tensor>& in) {
           if (in[0].ndim() != 2 || in[1].ndim() != 2) {
             throw ShapeError(fmt::format("Gemm: A {} and B {} must be 2-D",
@@ -463,6 +471,7 @@ void register_nn(Registry& r) {
           }
           Tensor a = ta ? in[0].transpose() : in[0];
           Tensor b = tb ? in[1].transpose() : in[1];
+          if (b_kn.defined() && a.shape(0) >= 4) b = b_kn;
           Tensor y = matmul(a, b);
           if (alpha != 1.0) y = y * alpha;
           if (in.size() > 2 && in[2].defined() && beta != 0.0) {

@@ -246,10 +246,19 @@ void register_shape(Registry& r) {
   r["Gather"] = {
       [](const Node& n) -> Kernel {
         int64_t axis0 = n.i("axis", 0);
-        return [axis0](const std::vector<Tensor>& in) {
+        // Constant indices none of which counts from the end (the shape
+        // arithmetic of exported attention) skip the wrap-around ops.
+        bool wrap = true;
+        if (Tensor c = n.constant(1);
+            c.defined() && !is_floating(c.dtype()) && c.numel() <= 4096) {
+          std::vector<int64_t> v = c.to_vector<int64_t>();
+          wrap =
+              std::any_of(v.begin(), v.end(), [](int64_t i) { return i < 0; });
+        }
+        return [axis0, wrap](const std::vector<Tensor>& in) {
           const Tensor& x = in[0];
           int64_t axis = axis_of(axis0, x.ndim(), "Gather");
-          Tensor idx = nonneg_index(in[1], x.shape(axis));
+          Tensor idx = wrap ? nonneg_index(in[1], x.shape(axis)) : in[1];
           Tensor y = index_select(x, axis, idx.reshape({idx.numel()}));
           Shape s(x.shape().begin(), x.shape().begin() + axis);
           s.insert(s.end(), idx.shape().begin(), idx.shape().end());
@@ -369,10 +378,14 @@ void register_shape(Registry& r) {
         };
       },
       1, 2};
-  r["Unsqueeze"] = {[](const Node&) -> Kernel {
-                      return [](const std::vector<Tensor>& in) {
+  r["Unsqueeze"] = {[](const Node& n) -> Kernel {
+                      // Constant axes (as exporters write them) read once.
+                      Tensor c = n.constant(1);
+                      std::vector<int64_t> known;
+                      if (c.defined()) known = host_ints(c);
+                      return [known, c](const std::vector<Tensor>& in) {
                         Tensor x = in[0];
-                        auto axes = host_ints(in[1]);
+                        auto axes = c.defined() ? known : host_ints(in[1]);
                         axes = norm_axes(axes, x.ndim() + int64_t(axes.size()),
                                          "Unsqueeze");
                         std::sort(axes.begin(), axes.end());

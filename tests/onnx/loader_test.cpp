@@ -217,6 +217,41 @@ TEST(OnnxLoader, ResizeRefusesHostileScales) {
   }
 }
 
+TEST(OnnxLoader, GatherAndGemmPrepareConstantInputsAtLoad) {
+  // Constant indices, one counting from the end, and a constant transposed
+  // Gemm weight at 1 and 5 rows (both of its layouts), against references.
+  cpu::Backend cpu;
+  GraphParts g;
+  g.initializers = {tensor_i64("I", {2}, {-1, 0}),
+                    tensor_f32("W", {2, 3}, {1, -2, 0.5f, 3, -1, 4})};
+  g.inputs = {value_info("X", 1, {-1, 3})};
+  g.outputs = {value_info("G", 1, {2, 3}), value_info("Y", 1, {-1, 2})};
+  g.nodes = {node("Gather", {"X", "I"}, {"G"}, "g"),
+             node("Gemm", {"X", "W"}, {"Y"}, "fc", {attr_int("transB", 1)})};
+  Model m = load_string(model(g), cpu);
+  for (int64_t rows : {1, 5}) {
+    std::vector<float> x;
+    for (int64_t i = 0; i < rows * 3; ++i) x.push_back(float(i % 7) - 2.5f);
+    std::vector<Tensor> out = m.run({from_vector(x, {rows, 3}, cpu)});
+    std::vector<float> gathered = out[0].to_vector<float>();
+    for (int64_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(gathered[size_t(j)], x[size_t((rows - 1) * 3 + j)]);
+      EXPECT_EQ(gathered[size_t(3 + j)], x[size_t(j)]);
+    }
+    const double w[2][3] = {{1, -2, 0.5}, {3, -1, 4}};
+    std::vector<float> y = out[1].to_vector<float>();
+    ASSERT_EQ(y.size(), size_t(rows * 2));
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        double want = 0;
+        for (int k = 0; k < 3; ++k)
+          want += double(x[size_t(i * 3 + k)]) * w[j][k];
+        EXPECT_NEAR(y[size_t(i * 2 + j)], want, 1e-5) << rows << " rows";
+      }
+    }
+  }
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.
