@@ -70,8 +70,32 @@ bool integral(DType d) {
 }
 
 // Integer division truncates toward zero; floats divide.
+// Small integer operands (the shape arithmetic of exported graphs) divide
+// on the host, exactly and in one step; a zero divisor is refused rather
+// than left to the hardware.
+Tensor host_int_div(const Tensor& a, const Tensor& b) {
+  std::vector<int64_t> x = a.to_vector<int64_t>(), y = b.to_vector<int64_t>();
+  const bool a_scalar =
+      a.numel() == 1 && (a.ndim() == 0 || a.ndim() == b.ndim());
+  const Shape& shape = a_scalar ? b.shape() : a.shape();
+  std::vector<int64_t> q(std::max(x.size(), y.size()));
+  for (size_t i = 0; i < q.size(); ++i) {
+    int64_t n = x[x.size() == 1 ? 0 : i], d = y[y.size() == 1 ? 0 : i];
+    if (d == 0) throw ValueError("Div: integer division by zero");
+    q[i] = d == -1 ? int64_t(0 - uint64_t(n)) : n / d;  // C++ truncates.
+  }
+  return from_vector(q, shape, a.backend()).cast(a.dtype());
+}
+
 Tensor onnx_div(const Tensor& a, const Tensor& b) {
   if (!integral(a.dtype())) return div(a, b);
+  const bool one = a.numel() == 1 || b.numel() == 1;
+  if (a.numel() >= 1 && b.numel() >= 1 && a.numel() <= 64 && b.numel() <= 64 &&
+      (a.shape() == b.shape() || (one && a.ndim() == b.ndim()) ||
+       (b.numel() == 1 && b.ndim() == 0) ||
+       (a.numel() == 1 && a.ndim() == 0))) {
+    return host_int_div(a, b);
+  }
   Tensor q = div(a.cast(DType::f64), b.cast(DType::f64));
   return (sign(q) * floor(abs(q))).cast(a.dtype());
 }

@@ -252,6 +252,38 @@ TEST(OnnxLoader, GatherAndGemmPrepareConstantInputsAtLoad) {
   }
 }
 
+TEST(OnnxLoader, IntegerDivTruncatesOnBothPaths) {
+  // A / B in int64, B a scalar initializer: small inputs divide on the
+  // host, large ones through f64; both truncate toward zero as C++ does.
+  cpu::Backend cpu;
+  auto div_model = [&](int64_t divisor) {
+    GraphParts g;
+    g.initializers = {tensor_i64("B", {}, {divisor})};
+    g.inputs = {value_info("A", 7, {-1})};
+    g.outputs = {value_info("Y", 7, {-1})};
+    g.nodes = {node("Div", {"A", "B"}, {"Y"}, "div")};
+    return load_string(model(g), cpu);
+  };
+  for (int64_t divisor : {3, -4}) {
+    Model m = div_model(divisor);
+    for (int64_t n : {7, 300}) {
+      std::vector<int64_t> a;
+      for (int64_t i = 0; i < n; ++i) a.push_back(i * 37 % 101 - 50);
+      std::vector<int64_t> y =
+          m.run({from_vector(a, {n}, cpu)})[0].to_vector<int64_t>();
+      ASSERT_EQ(y.size(), a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(y[i], a[i] / divisor) << a[i] << " / " << divisor;
+      }
+    }
+  }
+  Model zero = div_model(0);
+  std::string msg = error_of<ValueError>([&] {
+    zero.run({from_vector<int64_t>({5, 6}, {2}, cpu)});
+  });
+  EXPECT_NE(msg.find("division by zero"), std::string::npos) << msg;
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.
