@@ -7,7 +7,13 @@ equal PyTorch's within 1e-4 relative (to the output's largest magnitude).
 Also: `onnx info` on a model, and a model with an operator nascent lacks
 (NonZero) is described by `info` and refused by `run`, naming it.
 
-    torch_export_test.py NASCENT_BINARY
+    torch_export_test.py NASCENT_BINARY [--write-cases DIR]
+
+--write-cases also writes each model with its batch 1 and 4 inputs and
+PyTorch's outputs in the layout of ONNX's node tests (DIR/torch_NAME/
+model.onnx, test_data_set_N/input_0.pb, output_0.pb; needs the onnx
+package), so that nascent_onnx_node_suite runs them on another device
+(scripts/cuda_device_run.sh's onnx stage).
 
 Runs with Debian's python3 (python3-torch, python3-numpy); skipped (77)
 without them, except under CI.
@@ -111,8 +117,27 @@ def run(cmd, check=True):
     return p
 
 
+def write_case(root, name, path, data_sets):
+    from onnx import numpy_helper
+    import shutil
+    case = os.path.join(root, "torch_" + name)
+    os.makedirs(case, exist_ok=True)
+    shutil.copy(path, os.path.join(case, "model.onnx"))
+    for k, (x, y) in enumerate(data_sets):
+        d = os.path.join(case, f"test_data_set_{k}")
+        os.makedirs(d, exist_ok=True)
+        for stem, v, n in (("input_0", x, "x"), ("output_0", y, "y")):
+            with open(os.path.join(d, stem + ".pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, n).SerializeToString())
+
+
 def main():
     nascent = sys.argv[1]
+    cases_dir = None
+    if len(sys.argv) == 4 and sys.argv[2] == "--write-cases":
+        cases_dir = sys.argv[3]
+    elif len(sys.argv) != 2:
+        raise SystemExit(__doc__)
     gen = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     cases = [
@@ -134,10 +159,12 @@ def main():
                               opset_version=opset, input_names=["x"],
                               output_names=["y"],
                               dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+            data_sets = []
             for batch in (1, 4):
                 x = make_input(batch)
                 with torch.no_grad():
                     want = model(x).numpy()
+                data_sets.append((x.numpy(), want))
                 xin = os.path.join(tmp, f"{name}-{batch}-x.npy")
                 out = os.path.join(tmp, f"{name}-{batch}-y.npy")
                 np.save(xin, x.numpy())
@@ -153,6 +180,8 @@ def main():
                 else:
                     failures += 1
                     print(f"  got {got.shape} {got.dtype}, want {want.shape} {want.dtype}")
+            if cases_dir:
+                write_case(cases_dir, name, path, data_sets)
 
         info = run([nascent, "onnx", "info", os.path.join(tmp, "encoder.onnx")]).stdout
         for needle in ("opset ai.onnx 17", "x INT64[batch, 12]", "LayerNormalization",

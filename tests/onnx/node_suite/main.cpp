@@ -85,7 +85,18 @@ int main(int argc, char** argv) {
     else if (a == "-v")
       verbose = true;
   }
-  std::unique_ptr<Backend> backend = make_backend(device);
+  if (!fs::is_directory(argv[1])) {
+    fmt::print(stderr, "nascent_onnx_node_suite: {} is not a folder\n",
+               argv[1]);
+    return 2;
+  }
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = make_backend(device);
+  } catch (const Error& e) {
+    fmt::print(stderr, "nascent_onnx_node_suite: {}\n", e.what());
+    return 2;
+  }
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(argv[1])) {
     if (fs::exists(e.path() / "model.onnx") &&
