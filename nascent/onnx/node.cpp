@@ -122,6 +122,7 @@ const Registry& registry() {
     register_shape(reg);
     register_reduce(reg);
     register_resize(reg);
+    register_scatter(reg);
     return reg;
   }();
   return r;

@@ -77,6 +77,7 @@ void register_nn(Registry& r);           // ops_nn.cpp
 void register_shape(Registry& r);        // ops_shape.cpp
 void register_reduce(Registry& r);       // ops_reduce.cpp
 void register_resize(Registry& r);       // ops_resize.cpp
+void register_scatter(Registry& r);      // ops_scatter.cpp
 
 // Helpers for kernels.
 std::vector<int64_t> host_ints(const Tensor& t);  // Any integer tensor.

@@ -284,6 +284,31 @@ TEST(OnnxLoader, IntegerDivTruncatesOnBothPaths) {
   EXPECT_NE(msg.find("division by zero"), std::string::npos) << msg;
 }
 
+TEST(OnnxLoader, GatherNDAndScatterNDCheckEachIndex) {
+  // X [2, 3]; I picks (1, -1) and (0, 1). GatherND reads X[1, 2], X[0, 1];
+  // ScatterND writes U there. (0, 5) has a linear index inside X but its
+  // second entry is outside its axis: refused, not read from row 1.
+  cpu::Backend cpu;
+  auto nd_model = [&](const std::vector<int64_t>& idx) {
+    GraphParts g;
+    g.initializers = {tensor_i64("I", {2, 2}, idx),
+                      tensor_f32("U", {2}, {100, 200})};
+    g.inputs = {value_info("X", 1, {2, 3})};
+    g.outputs = {value_info("G", 1, {2}), value_info("S", 1, {2, 3})};
+    g.nodes = {node("GatherND", {"X", "I"}, {"G"}, "gnd"),
+               node("ScatterND", {"X", "I", "U"}, {"S"}, "snd")};
+    return load_string(model(g), cpu);
+  };
+  Tensor x = from_vector<float>({0, 1, 2, 3, 4, 5}, {2, 3}, cpu);
+  std::vector<Tensor> y = nd_model({1, -1, 0, 1}).run({x});
+  EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{5, 1}));
+  EXPECT_EQ(y[1].to_vector<float>(),
+            (std::vector<float>{0, 200, 2, 3, 4, 100}));
+  Model bad = nd_model({0, 5, 0, 0});
+  std::string msg = error_of<ValueError>([&] { bad.run({x}); });
+  EXPECT_NE(msg.find("GatherND"), std::string::npos) << msg;
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.
