@@ -125,6 +125,8 @@ std::vector<Tensor> run_step(const Graph::Step& s,
   for (int i : s.inputs) in.push_back(i < 0 ? Tensor() : slots[size_t(i)]);
   try {
     return s.kernel(in);
+  } catch (const FoldTooLarge&) {
+    throw;  // The loader's signal, not an error.
   } catch (const Error&) {
     rethrow_at(s.where);
   }
@@ -274,7 +276,16 @@ Model load_bytes(std::span<const std::byte> bytes, const std::string& what,
       constant = constant && (i < 0 || graph->constants[size_t(i)].defined());
     }
     if (constant) {
-      std::vector<Tensor> out = run_step(step, graph->constants);
+      // What a fold may create is bounded by the file's size; a node over
+      // the bound runs at run time instead (check_created).
+      std::vector<Tensor> out;
+      try {
+        FoldScope scope(std::max(double(1 << 24), 4.0 * double(bytes.size())));
+        out = run_step(step, graph->constants);
+      } catch (const FoldTooLarge&) {
+        graph->steps.push_back(std::move(step));
+        continue;
+      }
       store(step, std::move(out), graph->constants);
       for (int o : step.outputs) {
         if (o >= 0) backend.set_persistent(graph->constants[size_t(o)], true);

@@ -89,6 +89,35 @@ Tensor Node::t(const std::string& name) const {
                    fmt::format("{}: attribute '{}'", where_, name));
 }
 
+namespace {
+thread_local double fold_limit = 0;  // 0: not folding.
+}  // namespace
+
+FoldScope::FoldScope(double limit) : previous_(fold_limit) {
+  fold_limit = limit;
+}
+FoldScope::~FoldScope() {
+  fold_limit = previous_;
+}
+
+double numel_of(const std::vector<int64_t>& dims) {
+  double n = 1;
+  for (int64_t d : dims) n *= double(d);
+  return n;
+}
+
+void check_created(double numel, const std::string& what) {
+  constexpr double max_created = double(int64_t(1) << 31);
+  if (fold_limit > 0 && numel > fold_limit) {
+    throw FoldTooLarge(fmt::format("{}: {} elements", what, numel));
+  }
+  if (!(numel <= max_created)) {
+    throw ValueError(
+        fmt::format("{}: would create {} elements, more than the {} allowed",
+                    what, numel, max_created));
+  }
+}
+
 std::vector<int64_t> host_ints(const Tensor& t) {
   if (is_floating(t.dtype())) {
     throw DTypeError(fmt::format(

@@ -79,6 +79,30 @@ void register_reduce(Registry& r);       // ops_reduce.cpp
 void register_resize(Registry& r);       // ops_resize.cpp
 void register_scatter(Registry& r);      // ops_scatter.cpp
 
+// Ops that create a tensor whose size the graph's data gives
+// (ConstantOfShape, Expand, Tile, Range, OneHot, Pad, Resize) call this
+// first, so that no file makes nascent allocate without bound: at run, past
+// 2^31 elements it raises ValueError; while constants fold at load, past a
+// bound tied to the file's size it raises FoldTooLarge and the loader
+// leaves the node to run time (model.cpp).
+void check_created(double numel, const std::string& what);
+class FoldTooLarge : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+// Sets the fold bound (elements) for this thread while it lives.
+class FoldScope {
+ public:
+  explicit FoldScope(double limit);
+  ~FoldScope();
+  FoldScope(const FoldScope&) = delete;
+  FoldScope& operator=(const FoldScope&) = delete;
+
+ private:
+  double previous_;
+};
+double numel_of(const std::vector<int64_t>& dims);  // As a double: no overflow.
+
 // Helpers for kernels.
 std::vector<int64_t> host_ints(const Tensor& t);  // Any integer tensor.
 double host_double(const Tensor& t);              // One element.

@@ -73,12 +73,11 @@ Tensor resize_axis(const Tensor& x, const ResizeAttrs& a, int64_t axis,
 
 // The output's size comes from the graph's data, so a hostile file could
 // ask for anything: each axis is mapped on the host, so it is bounded, and
-// so is the whole output, far above any real model's.
+// the whole output is checked as every created tensor is (check_created).
 std::vector<int64_t> checked_sizes(const Shape& in,
                                    const std::vector<int64_t>& axes,
                                    const std::vector<double>& want) {
   constexpr double max_axis = double(int64_t(1) << 26);
-  constexpr double max_numel = double(int64_t(1) << 34);
   double numel = 1;
   for (int64_t d : in) numel *= double(d);
   std::vector<int64_t> out(axes.size());
@@ -96,11 +95,7 @@ std::vector<int64_t> checked_sizes(const Shape& in,
     }
     numel = d == 0 ? 0 : numel / double(d) * want[i];
   }
-  if (numel > max_numel) {
-    throw ValueError(fmt::format(
-        "Resize: an output of {} elements is more than the {} allowed", numel,
-        max_numel));
-  }
+  check_created(numel, "Resize");
   return out;
 }
 

@@ -295,6 +295,7 @@ void register_shape(Registry& r) {
             }
             out[i] = x == 1 ? y : x;
           }
+          check_created(numel_of(out), "Expand");
           return Out{broadcast_to(in[0], out)};
         };
       },
@@ -354,6 +355,7 @@ void register_shape(Registry& r) {
           for (int64_t d : dims) {
             if (d < 0) throw ValueError("ConstantOfShape: negative dimension");
           }
+          check_created(numel_of(dims), "ConstantOfShape");
           Shape s = to_shape(dims);
           if (!value.defined()) return Out{zeros(s, in[0].backend())};
           return Out{broadcast_to(value.reshape({}), s).contiguous()};
@@ -396,7 +398,11 @@ void register_shape(Registry& r) {
                     2, 2};
   r["Tile"] = {[](const Node&) -> Kernel {
                  return [](const std::vector<Tensor>& in) {
-                   return Out{repeat(in[0], host_ints(in[1]))};
+                   std::vector<int64_t> reps = host_ints(in[1]);
+                   double n = numel_of(reps) * double(in[0].numel());
+                   for (int64_t v : reps) n = v < 0 ? 0 : n;  // repeat checks.
+                   check_created(n, "Tile");
+                   return Out{repeat(in[0], reps)};
                  };
                },
                2, 2};
@@ -409,13 +415,18 @@ void register_shape(Registry& r) {
             double s = host_double(in[0]), l = host_double(in[1]),
                    d = host_double(in[2]);
             if (d == 0) throw ValueError("Range: delta is 0");
-            int64_t count =
-                std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
+            double c = std::max(0.0, std::ceil((l - s) / d));
+            check_created(c, "Range");  // Also NaN and infinity.
+            int64_t count = int64_t(c);
             return Out{(arange(count, b, DType::f64) * d + s).cast(dt)};
           }
           int64_t s = host_ints(in[0])[0], l = host_ints(in[1])[0],
                   d = host_ints(in[2])[0];
           if (d == 0) throw ValueError("Range: delta is 0");
+          // In doubles first: limit - start may not fit in int64.
+          check_created(
+              std::max(0.0, std::ceil((double(l) - double(s)) / double(d))),
+              "Range");
           int64_t span = l - s;
           int64_t count =
               std::max<int64_t>(0, (span + d + (d > 0 ? -1 : 1)) / d);
@@ -452,6 +463,12 @@ void register_shape(Registry& r) {
             before[size_t(axes[i])] = pads[i];
             after[size_t(axes[i])] = pads[i + axes.size()];
           }
+          std::vector<int64_t> grown;
+          for (int64_t a = 0; a < rank; ++a) {
+            grown.push_back(std::max<int64_t>(
+                0, x.shape(a) + before[size_t(a)] + after[size_t(a)]));
+          }
+          check_created(numel_of(grown), "Pad");
           for (int64_t a = 0; a < rank; ++a) {  // Negative pads crop.
             int64_t b = std::min<int64_t>(before[size_t(a)], 0);
             int64_t e = std::min<int64_t>(after[size_t(a)], 0);
@@ -505,8 +522,11 @@ void register_shape(Registry& r) {
         int64_t axis0 = n.i("axis", -1);
         return [axis0](const std::vector<Tensor>& in) {
           Tensor idx = in[0];
-          int64_t depth = int64_t(host_double(in[1]));
-          if (depth < 1) throw ValueError("OneHot: depth must be positive");
+          double depth0 = host_double(in[1]);
+          if (!(depth0 >= 1))
+            throw ValueError("OneHot: depth must be positive");
+          check_created(depth0 * double(in[0].numel()), "OneHot");
+          int64_t depth = int64_t(depth0);
           Tensor ids = idx.cast(DType::i64);
           ids = where(lt(ids, Scalar(int64_t(0))), ids + Scalar(depth), ids);
           int64_t axis = axis_of(axis0, idx.ndim() + 1, "OneHot");

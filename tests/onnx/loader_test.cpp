@@ -4,6 +4,7 @@
 // model's folder, and a fuzz of the decoder.
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -307,6 +308,39 @@ TEST(OnnxLoader, GatherNDAndScatterNDCheckEachIndex) {
   Model bad = nd_model({0, 5, 0, 0});
   std::string msg = error_of<ValueError>([&] { bad.run({x}); });
   EXPECT_NE(msg.find("GatherND"), std::string::npos) << msg;
+}
+
+TEST(OnnxLoader, SizesFromTheDataAreBoundedAtLoadAndRun) {
+  // ConstantOfShape of a constant shape folds at load when small; a huge
+  // one is left to run time (the loader allocates nothing for it), where
+  // it is refused before allocating; Range likewise.
+  cpu::Backend cpu;
+  auto filled = [&](const std::vector<int64_t>& dims) {
+    GraphParts g;
+    g.initializers = {tensor_i64("S", {int64_t(dims.size())}, dims)};
+    g.outputs = {value_info("Y", 1, {})};
+    g.nodes = {node("ConstantOfShape", {"S"}, {"Y"}, "fill")};
+    return load_string(model(g), cpu);
+  };
+  Model small = filled({2, 3});
+  EXPECT_EQ(small.node_count(), 0u);
+  EXPECT_EQ(small.run({})[0].to_vector<float>(), std::vector<float>(6, 0.0f));
+  for (const auto& dims : std::vector<std::vector<int64_t>>{
+           {100000, 100000}, {int64_t(1) << 40, int64_t(1) << 40}}) {
+    Model huge = filled(dims);
+    EXPECT_EQ(huge.node_count(), 1u);
+    std::string msg = error_of<ValueError>([&] { huge.run({}); });
+    EXPECT_NE(msg.find("ConstantOfShape"), std::string::npos) << msg;
+  }
+  GraphParts g;
+  g.initializers = {tensor_i64("A", {}, {std::numeric_limits<int64_t>::min()}),
+                    tensor_i64("B", {}, {std::numeric_limits<int64_t>::max()}),
+                    tensor_i64("D", {}, {1})};
+  g.outputs = {value_info("Y", 7, {})};
+  g.nodes = {node("Range", {"A", "B", "D"}, {"Y"}, "range")};
+  Model range = load_string(model(g), cpu);
+  std::string msg = error_of<ValueError>([&] { range.run({}); });
+  EXPECT_NE(msg.find("Range"), std::string::npos) << msg;
 }
 
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
