@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates ONNX's backend node test cases with the pinned onnx (once per
 # version, into DATA) and runs nascent on every one of them.
-#   node_suite.sh RUNNER PYTHON DATA
+#   node_suite.sh RUNNER PYTHON DATA [RUNNER OPTIONS...]
 # Without the onnx venv (scripts/setup_onnx.sh) it reports itself skipped
 # (exit 77), except under CI, where it fails.
 set -euo pipefail
@@ -20,4 +20,4 @@ if [[ "$(cat "$data/version" 2>/dev/null)" != "$version" ]]; then
     generate-data -o "$data" >/dev/null)
   echo "$version" >"$data/version"
 fi
-exec "$runner" "$data/node"
+exec "$runner" "$data/node" "${@:4}"

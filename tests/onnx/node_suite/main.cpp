@@ -7,12 +7,15 @@
 // 1e-7), NaN where NaN is expected.
 //
 //   nascent_onnx_node_suite DIR [--device cpu] [--filter SUBSTRING] [-v]
+//                           [--fuzz ROUNDS]
 //
 // Exits non-zero if any supported case fails.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -68,14 +71,81 @@ std::string compare(const Tensor& got, const Tensor& want) {
 
 }  // namespace
 
+// Each case's model.onnx, corrupted `rounds` times (bytes set, bits
+// flipped, cut short, bytes inserted; a fixed seed), loaded and, if it
+// loads, run on the case's first inputs: every failure must be a
+// nascent::Error; anything else, or a crash, fails the run.
+int fuzz(const std::vector<fs::path>& cases, Backend& backend, int rounds) {
+  std::mt19937 rng(19);
+  size_t loaded = 0, ran = 0, refused = 0, escaped = 0;
+  for (const fs::path& dir : cases) {
+    auto file = io::MappedFile::open((dir / "model.onnx").string());
+    const auto bytes = file->bytes();
+    const std::string good(reinterpret_cast<const char*>(bytes.data()),
+                           bytes.size());
+    std::vector<Tensor> xs;
+    try {
+      for (const auto& p : numbered(dir / "test_data_set_0", "input")) {
+        xs.push_back(read_pb(p, backend));
+      }
+    } catch (const Error&) {
+      xs.clear();
+    }
+    for (int r = 0; r < rounds; ++r) {
+      std::string m = good;
+      for (int e = 0, edits = 1 + int(rng() % 3); e < edits && !m.empty();
+           ++e) {
+        size_t at = rng() % m.size();
+        switch (rng() % 4) {
+          case 0:
+            m[at] = char(rng());
+            break;
+          case 1:
+            m[at] = char(uint8_t(m[at]) ^ (1u << (rng() % 8)));
+            break;
+          case 2:
+            m.resize(at);
+            break;
+          default:
+            m.insert(at, 1, char(rng()));
+        }
+      }
+      const std::string what = dir.filename().string() + " (corrupted)";
+      try {
+        onnx::Model model = onnx::load_bytes(
+            {reinterpret_cast<const std::byte*>(m.data()), m.size()}, what,
+            dir.string(), backend);
+        ++loaded;
+        if (model.inputs().size() == xs.size()) {
+          model.run(xs);
+          ++ran;
+        }
+      } catch (const Error&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ++escaped;
+        fmt::print("FAILED {}: round {}: not a nascent::Error: {}\n",
+                   dir.filename().string(), r, e.what());
+      }
+    }
+  }
+  fmt::print(
+      "onnx fuzz: {} cases x {} corruptions: {} loaded ({} ran), {} refused "
+      "with an Error, {} escaped\n",
+      cases.size(), rounds, loaded, ran, refused, escaped);
+  return escaped == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: {} DIR [--device D] [--filter S] [-v]\n",
+    fmt::print(stderr,
+               "usage: {} DIR [--device D] [--filter S] [-v] [--fuzz N]\n",
                argv[0]);
     return 2;
   }
   std::string device = "cpu", filter;
   bool verbose = false;
+  int fuzz_rounds = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc)
@@ -84,6 +154,8 @@ int main(int argc, char** argv) {
       filter = argv[++i];
     else if (a == "-v")
       verbose = true;
+    else if (a == "--fuzz" && i + 1 < argc)
+      fuzz_rounds = std::atoi(argv[++i]);
   }
   if (!fs::is_directory(argv[1])) {
     fmt::print(stderr, "nascent_onnx_node_suite: {} is not a folder\n",
@@ -105,6 +177,7 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(cases.begin(), cases.end());
+  if (fuzz_rounds > 0) return fuzz(cases, *backend, fuzz_rounds);
   size_t passed = 0, failed = 0, unsupported = 0;
   std::map<std::string, size_t> reasons;
   for (const fs::path& dir : cases) {
