@@ -343,6 +343,38 @@ TEST(OnnxLoader, SizesFromTheDataAreBoundedAtLoadAndRun) {
   EXPECT_NE(msg.find("Range"), std::string::npos) << msg;
 }
 
+TEST(OnnxLoader, InverseTrigonometryMatchesTheStandardLibrary) {
+  // Atan, Asin, Acos in f64 (built from sin and cos) against std::,
+  // including the ends of their domains, infinities and NaN.
+  cpu::Backend cpu;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = {0, 1, -1, 0.5, -0.999999, 1e-300, 1e300, -inf, inf};
+  for (int i = -50; i <= 50; ++i) x.push_back(i / 50.0 * 1.3);
+  x.push_back(std::nan(""));
+  const std::vector<std::pair<std::string, double (*)(double)>> ops = {
+      {"Atan", [](double v) { return std::atan(v); }},
+      {"Asin", [](double v) { return std::asin(v); }},
+      {"Acos", [](double v) { return std::acos(v); }}};
+  for (const auto& [op, ref] : ops) {
+    GraphParts g;
+    g.inputs = {value_info("X", 11, {-1})};
+    g.outputs = {value_info("Y", 11, {-1})};
+    g.nodes = {node(op, {"X"}, {"Y"}, "f")};
+    Model m = load_string(model(g), cpu);
+    std::vector<double> y = m.run({from_vector(x, {int64_t(x.size())}, cpu)})[0]
+                                .to_vector<double>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      double want = ref(x[i]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << op << "(" << x[i] << ") = " << y[i];
+      } else {
+        EXPECT_NEAR(y[i], want, 1e-14 + 1e-13 * std::abs(want))
+            << op << "(" << x[i] << ")";
+      }
+    }
+  }
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.
