@@ -78,6 +78,11 @@ std::vector<float> Node::floats(const std::string& name) const {
                    : std::vector<float>{};
 }
 
+std::vector<std::string> Node::strings(const std::string& name) const {
+  return has(name) ? typed(name, AttrType::strings).strings
+                   : std::vector<std::string>{};
+}
+
 Tensor Node::t(const std::string& name) const {
   if (!has(name)) return {};
   const AttributeProto& a = typed(name, AttrType::t);
@@ -152,6 +157,7 @@ const Registry& registry() {
     register_reduce(reg);
     register_resize(reg);
     register_scatter(reg);
+    register_rnn(reg);
     return reg;
   }();
   return r;

@@ -37,6 +37,7 @@ class Node {
   std::vector<int64_t> ints(const std::string& name,
                             std::vector<int64_t> fallback = {}) const;
   std::vector<float> floats(const std::string& name) const;
+  std::vector<std::string> strings(const std::string& name) const;
   Tensor t(const std::string& name) const;  // Undefined if absent.
   // Input i's value if it is known at load, so a kernel can prepare it
   // once (a transposed weight, checked indices); undefined otherwise.
@@ -78,6 +79,7 @@ void register_shape(Registry& r);        // ops_shape.cpp
 void register_reduce(Registry& r);       // ops_reduce.cpp
 void register_resize(Registry& r);       // ops_resize.cpp
 void register_scatter(Registry& r);      // ops_scatter.cpp
+void register_rnn(Registry& r);          // ops_rnn.cpp
 
 // Ops that create a tensor whose size the graph's data gives
 // (ConstantOfShape, Expand, Tile, Range, OneHot, Pad, Resize) call this

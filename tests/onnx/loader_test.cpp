@@ -375,6 +375,76 @@ TEST(OnnxLoader, InverseTrigonometryMatchesTheStandardLibrary) {
   }
 }
 
+TEST(OnnxLoader, LstmReverseWithPeepholesInputForgetAndClip) {
+  // What PyTorch never exports, against a float64 loop of ONNX's
+  // equations: S 3 steps, B 2, I 2, H 2; gates i, o, f, c.
+  cpu::Backend cpu;
+  const int S = 3, B = 2, I = 2, H = 2;
+  const double clip = 0.3;
+  std::vector<float> w(4 * H * I), r(4 * H * H), bias(8 * H), p(3 * H),
+      x(S * B * I);
+  auto fill = [](std::vector<float>& v, float scale, int seed) {
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = scale * float(int((i * 7 + size_t(seed)) % 11) - 5) / 5.0f;
+  };
+  fill(w, 0.9f, 1), fill(r, 0.7f, 2), fill(bias, 0.2f, 3), fill(p, 0.5f, 4);
+  fill(x, 1.5f, 5);
+  GraphParts g;
+  g.initializers = {
+      tensor_f32("W", {1, 4 * H, I}, w), tensor_f32("R", {1, 4 * H, H}, r),
+      tensor_f32("B", {1, 8 * H}, bias), tensor_f32("P", {1, 3 * H}, p)};
+  g.inputs = {value_info("X", 1, {S, B, I})};
+  g.outputs = {value_info("Y", 1, {S, 1, B, H}), value_info("Yh", 1, {1, B, H}),
+               value_info("Yc", 1, {1, B, H})};
+  g.nodes = {node(
+      "LSTM", {"X", "W", "R", "B", "", "", "", "P"}, {"Y", "Yh", "Yc"}, "lstm",
+      {attr_str("direction", "reverse"), attr_int("input_forget", 1),
+       attr_f("clip", float(clip)), attr_int("hidden_size", H)})};
+  Model m = load_string(model(g), cpu);
+  std::vector<Tensor> out = m.run({from_vector(x, {S, B, I}, cpu)});
+  std::vector<float> y = out[0].to_vector<float>(),
+                     yh = out[1].to_vector<float>(),
+                     yc = out[2].to_vector<float>();
+  auto sig = [&](double v) {
+    return 1 / (1 + std::exp(-std::clamp(v, -clip, clip)));
+  };
+  auto th = [&](double v) { return std::tanh(std::clamp(v, -clip, clip)); };
+  std::vector<double> h(B * H, 0), c(B * H, 0);
+  for (int t = S - 1; t >= 0; --t) {
+    std::vector<double> hn(B * H), cn(B * H);
+    for (int b = 0; b < B; ++b) {
+      for (int j = 0; j < H; ++j) {
+        double gate[4];
+        for (int k = 0; k < 4; ++k) {
+          int row = k * H + j;
+          double v = bias[size_t(row)] + bias[size_t(4 * H + row)];
+          for (int q = 0; q < I; ++q)
+            v +=
+                double(w[size_t(row * I + q)]) * x[size_t((t * B + b) * I + q)];
+          for (int q = 0; q < H; ++q)
+            v += double(r[size_t(row * H + q)]) * h[size_t(b * H + q)];
+          gate[k] = v;
+        }
+        const double cp = c[size_t(b * H + j)];
+        double i = sig(gate[0] + p[size_t(j)] * cp);
+        double f = 1 - i;  // input_forget
+        double cc = f * cp + i * th(gate[3]);
+        double o = sig(gate[1] + p[size_t(H + j)] * cc);
+        cn[size_t(b * H + j)] = cc;
+        hn[size_t(b * H + j)] = o * th(cc);
+      }
+    }
+    h = hn, c = cn;
+    for (int k = 0; k < B * H; ++k) {
+      EXPECT_NEAR(y[size_t(t * B * H + k)], h[size_t(k)], 1e-6) << "step " << t;
+    }
+  }
+  for (int k = 0; k < B * H; ++k) {
+    EXPECT_NEAR(yh[size_t(k)], h[size_t(k)], 1e-6);
+    EXPECT_NEAR(yc[size_t(k)], c[size_t(k)], 1e-6);
+  }
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.

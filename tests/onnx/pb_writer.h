@@ -126,6 +126,12 @@ inline Pb attr_str(const std::string& name, const std::string& v) {
   return a;
 }
 
+inline Pb attr_f(const std::string& name, float v) {
+  Pb a;
+  a.str(1, name).f32(2, v).varint(20, 1);
+  return a;
+}
+
 struct GraphParts {
   std::vector<Pb> nodes, initializers, inputs, outputs;
 };

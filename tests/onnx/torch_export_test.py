@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Models exported from PyTorch (torch.onnx.export) run by `nascent onnx
 run`: the Fashion-MNIST CNN and MLP of `nascent train`, a small transformer
-encoder (multi-head attention, LayerNorm, GELU) and a ResNet-style block,
+encoder (multi-head attention, LayerNorm, GELU), a ResNet-style block and a
+recurrent model (a bidirectional two-layer LSTM, then a GRU),
 each at batch 1 and 4 through a dynamic batch axis; nascent's outputs must
 equal PyTorch's within 1e-4 relative (to the output's largest magnitude).
 Also: `onnx info` on a model, and a model with an operator nascent lacks
@@ -94,6 +95,20 @@ class ResBlock(nn.Module):
         return self.fc(torch.flatten(self.pool(y), 1))
 
 
+class Recurrent(nn.Module):  # ONNX's LSTM (bidirectional, 2 layers) and GRU.
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True,
+                            bidirectional=True)
+        self.gru = nn.GRU(16, 5, batch_first=True)
+        self.head = nn.Linear(5, 4)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, h = self.gru(y)
+        return self.head(y[:, -1] + h[0])
+
+
 class Unsupported(nn.Module):
     def forward(self, x):
         return torch.nonzero(x > 0).float().sum() + x.sum()
@@ -147,6 +162,7 @@ def main():
         ("encoder", Encoder(),
          lambda b: torch.randint(0, 100, (b, 12), generator=gen), 17),
         ("resblock", ResBlock(), lambda b: torch.randn(b, 8, 16, 16, generator=gen), 17),
+        ("recurrent", Recurrent(), lambda b: torch.randn(b, 7, 6, generator=gen), 17),
     ]
     failures = 0
     passed = 0
