@@ -158,6 +158,7 @@ const Registry& registry() {
     register_resize(reg);
     register_scatter(reg);
     register_rnn(reg);
+    register_loss(reg);
     return reg;
   }();
   return r;

@@ -80,6 +80,7 @@ void register_reduce(Registry& r);       // ops_reduce.cpp
 void register_resize(Registry& r);       // ops_resize.cpp
 void register_scatter(Registry& r);      // ops_scatter.cpp
 void register_rnn(Registry& r);          // ops_rnn.cpp
+void register_loss(Registry& r);         // ops_loss.cpp
 
 // Ops that create a tensor whose size the graph's data gives
 // (ConstantOfShape, Expand, Tile, Range, OneHot, Pad, Resize) call this
