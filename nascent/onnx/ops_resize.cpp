@@ -1,8 +1,9 @@
-// Resize (nearest and linear, every coordinate mode but
-// tf_crop_and_resize) and Upsample's successor semantics: one axis at a
-// time, each output coordinate mapped back to the input on the host, then
-// index_select (nearest) or a blend of two index_selects (linear, which is
-// separable, so bilinear and trilinear are exact).
+// Resize (nearest, linear and cubic, every coordinate mode but
+// tf_crop_and_resize): one axis at a time, each output coordinate mapped
+// back to the input on the host, then index_select (nearest) or a weighted
+// sum of 2 (linear) or 4 (cubic) index_selects; both are separable, so
+// doing the axes in turn is exact.
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -16,6 +17,8 @@ namespace {
 struct ResizeAttrs {
   std::string mode, coord, nearest, policy;
   std::vector<int64_t> axes;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
 };
 
 double original_coord(const std::string& coord, double x, double scale,
@@ -42,33 +45,67 @@ int64_t nearest_index(const std::string& mode, double x) {
   return int64_t(std::round(x));
 }
 
+// Keys' cubic convolution weights of the taps at floor(x) - 1 ... + 2, t
+// the fraction of x, A the coefficient (ONNX's cubic_coeff_a).
+std::array<double, 4> cubic_weights(double t, double A) {
+  auto far = [A](double d) {
+    return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  };
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
 Tensor resize_axis(const Tensor& x, const ResizeAttrs& a, int64_t axis,
                    int64_t out, double scale) {
   const int64_t in = x.shape(axis);
   const size_t n = static_cast<size_t>(out);
-  std::vector<int64_t> i0(n), i1(n);
-  std::vector<double> w(n);
+  Backend& b = x.backend();
+  if (a.mode == "nearest") {
+    std::vector<int64_t> idx(n);
+    for (int64_t o = 0; o < out; ++o) {
+      double xo = original_coord(a.coord, double(o), scale, in, out);
+      idx[size_t(o)] =
+          std::clamp<int64_t>(nearest_index(a.nearest, xo), 0, in - 1);
+    }
+    return index_select(x, axis, from_vector(idx, b));
+  }
+  // Linear: 2 taps, cubic: 4; each output a weighted sum of input entries
+  // (edge-clamped, as ONNX's reference pads with the edge values).
+  const bool cubic = a.mode == "cubic";
+  const int taps = cubic ? 4 : 2;
+  std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps),
+                                        std::vector<int64_t>(n));
+  std::vector<std::vector<double>> w(static_cast<size_t>(taps),
+                                     std::vector<double>(n));
   for (int64_t o = 0; o < out; ++o) {
     double xo = original_coord(a.coord, double(o), scale, in, out);
-    if (a.mode == "nearest") {
-      i0[size_t(o)] =
-          std::clamp<int64_t>(nearest_index(a.nearest, xo), 0, in - 1);
-      continue;
+    if (!cubic) xo = std::clamp(xo, 0.0, double(in - 1));
+    const double f = std::floor(xo), t = xo - f;
+    std::array<double, 4> wk = cubic ? cubic_weights(t, a.cubic_a)
+                                     : std::array<double, 4>{1 - t, t, 0, 0};
+    const int64_t first = int64_t(f) - (cubic ? 1 : 0);
+    double total = 0;
+    for (int k = 0; k < taps; ++k) {
+      const int64_t at = first + k;
+      if (a.exclude_outside && (at < 0 || at >= in)) wk[size_t(k)] = 0;
+      total += wk[size_t(k)];
+      idx[size_t(k)][size_t(o)] = std::clamp<int64_t>(at, 0, in - 1);
     }
-    xo = std::clamp(xo, 0.0, double(in - 1));
-    double f = std::floor(xo);
-    i0[size_t(o)] = int64_t(f);
-    i1[size_t(o)] = std::min<int64_t>(int64_t(f) + 1, in - 1);
-    w[size_t(o)] = xo - f;
+    for (int k = 0; k < taps; ++k) {
+      w[size_t(k)][size_t(o)] = a.exclude_outside && total != 0
+                                    ? wk[size_t(k)] / total
+                                    : wk[size_t(k)];
+    }
   }
-  Backend& b = x.backend();
-  Tensor lo = index_select(x, axis, from_vector(i0, b));
-  if (a.mode == "nearest") return lo;
-  Tensor hi = index_select(x, axis, from_vector(i1, b));
   Shape s(size_t(x.ndim()), 1);
   s[size_t(axis)] = out;
-  Tensor wt = from_vector(w, s, b).cast(x.dtype());
-  return lo + (hi - lo) * wt;
+  Tensor y;
+  for (int k = 0; k < taps; ++k) {
+    Tensor term = index_select(x, axis, from_vector(idx[size_t(k)], b)) *
+                  from_vector(w[size_t(k)], s, b).cast(x.dtype());
+    y = k == 0 ? term : y + term;
+  }
+  return y;
 }
 
 // The output's size comes from the graph's data, so a hostile file could
@@ -110,8 +147,9 @@ void register_resize(Registry& r) {
         a.nearest = n.s("nearest_mode", "round_prefer_floor");
         a.policy = n.s("keep_aspect_ratio_policy", "stretch");
         a.axes = n.ints("axes");
-        if (a.mode == "cubic") n.unsupported("Resize mode 'cubic'");
-        if (a.mode != "nearest" && a.mode != "linear") {
+        a.cubic_a = n.f("cubic_coeff_a", -0.75f);
+        a.exclude_outside = n.i("exclude_outside", 0) != 0;
+        if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic") {
           n.fail("Resize: mode must be nearest, linear or cubic");
         }
         if (a.coord == "tf_crop_and_resize") {
@@ -135,6 +173,11 @@ void register_resize(Registry& r) {
         if (n.i("antialias", 0) != 0) n.unsupported("Resize with antialias");
         return [a](const std::vector<Tensor>& in) {
           const Tensor& x = in[0];
+          if (a.mode != "nearest" && !is_floating(x.dtype())) {
+            throw UnsupportedError(fmt::format(
+                "Resize: mode '{}' of {} (only floating inputs blend)", a.mode,
+                x.to_string()));
+          }
           const int64_t rank = x.ndim();
           std::vector<int64_t> axes = a.axes;
           if (axes.empty()) {
