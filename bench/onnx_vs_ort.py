@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """nascent's ONNX import against ONNX Runtime on the CPU, same threads: the
 models of tests/onnx/torch_export_test.py (Fashion-MNIST CNN and MLP, a
-transformer encoder, a ResNet-style block) exported once, at batch 1 and
-64; latency of repeated runs (ORT's InferenceSession.run against
+transformer encoder, a ResNet-style block, an LSTM + GRU) exported once, at
+batch 1 and 64; latency of repeated runs (ORT's InferenceSession.run against
 `nascent onnx run --bench`, both including the copy of the outputs to the
 host) in alternating chunks: the median of the chunks' medians, and the
 minimum over all runs (the better guide on a loaded machine).
@@ -44,6 +44,8 @@ def main():
          lambda b: torch.randint(0, 100, (b, 12), generator=gen)),
         ("resblock", models.ResBlock(),
          lambda b: torch.randn(b, 8, 16, 16, generator=gen)),
+        ("recurrent", models.Recurrent(),
+         lambda b: torch.randn(b, 7, 6, generator=gen)),
     ]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = a.threads
