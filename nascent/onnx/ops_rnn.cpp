@@ -105,27 +105,40 @@ DirOut run_direction(const RnnAttrs& a, const Tensor& xw, const Tensor& r,
     return t.slice(-1, k * hs, (k + 1) * hs);
   };
   const Tensor rt = r.transpose().contiguous();  // [H, G*H]
+  // R's bias joins the input projection once, for all steps, except GRU's
+  // h block with linear_before_reset (the reset gate multiplies it).
+  const bool lbr = a.cell == Cell::gru && a.linear_before_reset;
+  Tensor rbh = lbr ? block(rb, 2) : Tensor();
+  const Tensor xb =
+      xw + (lbr ? cat({rb.slice(-1, 0, 2 * hs), zeros_like(rbh)}, -1) : rb);
+  // LSTM's i, o and f gates share f: one call over the three blocks when no
+  // peephole or input_forget sits between.
+  const bool joint = a.cell == Cell::lstm && !p.defined() && !a.input_forget;
   DirOut out;
   out.ys.resize(size_t(steps));
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t t = backwards ? steps - 1 - s : s;
-    const Tensor x = xw.select(0, t);
+    const Tensor x = xb.select(0, t);
     if (a.cell == Cell::rnn) {
-      h = f(0, x + matmul(h, rt) + rb);
+      h = f(0, x + matmul(h, rt));
     } else if (a.cell == Cell::gru) {
       // Gates z, r, h; R's h block multiplies H before (linear_before_reset)
       // or after the reset gate.
-      Tensor hr = matmul(h, rt.slice(1, 0, 2 * hs)) + rb.slice(-1, 0, 2 * hs);
-      Tensor z = f(0, block(x, 0) + block(hr, 0));
-      Tensor reset = f(0, block(x, 1) + block(hr, 1));
-      Tensor rh = rt.slice(1, 2 * hs, 3 * hs), rbh = block(rb, 2);
-      Tensor cand = a.linear_before_reset
-                        ? f(1, block(x, 2) + reset * (matmul(h, rh) + rbh))
-                        : f(1, block(x, 2) + matmul(reset * h, rh) + rbh);
+      Tensor zr =
+          f(0, x.slice(-1, 0, 2 * hs) + matmul(h, rt.slice(1, 0, 2 * hs)));
+      Tensor z = block(zr, 0), reset = block(zr, 1);
+      Tensor rh = rt.slice(1, 2 * hs, 3 * hs);
+      Tensor cand = lbr ? f(1, block(x, 2) + reset * (matmul(h, rh) + rbh))
+                        : f(1, block(x, 2) + matmul(reset * h, rh));
       h = (1.0 - z) * cand + z * h;
+    } else if (joint) {
+      Tensor g = x + matmul(h, rt);
+      Tensor iof = f(0, g.slice(-1, 0, 3 * hs));
+      c = block(iof, 2) * c + block(iof, 0) * f(1, block(g, 3));
+      h = block(iof, 1) * f(2, c);
     } else {
       // Gates i, o, f, c; peepholes i, o, f.
-      Tensor g = x + matmul(h, rt) + rb;
+      Tensor g = x + matmul(h, rt);
       Tensor i = block(g, 0), o = block(g, 1), fg = block(g, 2);
       if (p.defined()) {
         i = i + block(p, 0) * c;
