@@ -445,6 +445,62 @@ TEST(OnnxLoader, LstmReverseWithPeepholesInputForgetAndClip) {
   }
 }
 
+TEST(OnnxLoader, PoolingCountsAsOnnxsReference) {
+  // AveragePool 3 / stride 2 / pad 1, ceil_mode, count_include_pad over
+  // ones of 6 per axis: windows start at -1, 1, 3, 5 and hold 2, 3, 3, 1
+  // input entries; ONNX's reference divides by the whole window (3 per
+  // axis, the ceil overhang included). In 2-D (core's pool) and 3-D (the
+  // sliced path).
+  cpu::Backend cpu;
+  const double inside[4] = {2, 3, 3, 1};
+  for (int rank : {2, 3}) {
+    std::vector<int64_t> dims = {1, 1}, k, s, p;
+    for (int i = 0; i < rank; ++i) {
+      dims.push_back(6), k.push_back(3), s.push_back(2);
+      p.push_back(1), p.push_back(1);
+    }
+    GraphParts g;
+    g.inputs = {value_info("X", 1, dims)};
+    g.outputs = {value_info("Y", 1, {})};
+    g.nodes = {node("AveragePool", {"X"}, {"Y"}, "ap",
+                    {attr_ints("kernel_shape", k), attr_ints("strides", s),
+                     attr_ints("pads", p), attr_int("ceil_mode", 1),
+                     attr_int("count_include_pad", 1)})};
+    Model m = load_string(model(g), cpu);
+    Shape xs(dims.begin(), dims.end());
+    std::vector<float> y = m.run({ones(xs, cpu)})[0].to_vector<float>();
+    ASSERT_EQ(y.size(), size_t(rank == 2 ? 16 : 64));
+    for (size_t i = 0; i < y.size(); ++i) {
+      double want = 1;
+      size_t rest = i;
+      for (int a = 0; a < rank; ++a, rest /= 4) want *= inside[rest % 4] / 3;
+      EXPECT_NEAR(y[i], want, 1e-6) << rank << "-D, output " << i;
+    }
+  }
+  // MaxPool 2x2, dilation 2, stride 1 over 5x5: max of x[i + 2a][j + 2b].
+  std::vector<float> x(25);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7) % 11);
+  GraphParts g;
+  g.inputs = {value_info("X", 1, {1, 1, 5, 5})};
+  g.outputs = {value_info("Y", 1, {})};
+  g.nodes = {node(
+      "MaxPool", {"X"}, {"Y"}, "mp",
+      {attr_ints("kernel_shape", {2, 2}), attr_ints("dilations", {2, 2})})};
+  std::vector<float> y = load_string(model(g), cpu)
+                             .run({from_vector(x, {1, 1, 5, 5}, cpu)})[0]
+                             .to_vector<float>();
+  ASSERT_EQ(y.size(), 9u);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      float want = 0;
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b)
+          want = std::max(want, x[size_t((i + 2 * a) * 5 + j + 2 * b)]);
+      EXPECT_EQ(y[size_t(i * 3 + j)], want);
+    }
+  }
+}
+
 TEST(OnnxLoader, PadModesMatchNumpyPad) {
   // numpy.pad([1, 2, 3], (4, 5), mode): pads longer than the axis reflect
   // and wrap again.
