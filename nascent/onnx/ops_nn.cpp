@@ -106,6 +106,16 @@ std::vector<int64_t> spatial(const Tensor& x) {
   return {x.shape().begin() + 2, x.shape().end()};
 }
 
+// Pads come from the file: the padded input is bounded as every tensor
+// whose size the graph gives (check_created).
+void check_padded(const Tensor& x, const Window& w, const char* op) {
+  double n = double(x.shape(0)) * double(x.shape(1));
+  for (int i = 0; i < w.rank; ++i) {
+    n *= double(x.shape(2 + i)) + double(w.begin(i)) + double(w.end(i));
+  }
+  check_created(n, op);
+}
+
 // 1-D inputs become 2-D with a height of 1.
 Tensor as_2d(const Tensor& x, int rank) {
   return rank == 1 ? x.unsqueeze(2) : x;
@@ -162,6 +172,7 @@ Kernel conv(const Node& n) {
     }
     Window w = w0;
     w.resolve("Conv", spatial(x), spatial(weight), false);
+    check_padded(x, w, "Conv");
     Tensor x2 = as_2d(x, w.rank), w2 = as_2d(weight, w.rank);
     bool sym = symmetric(w);
     if (!sym) x2 = pad(x2, pad_list(w));
@@ -366,6 +377,7 @@ Kernel pool(const Node& n, bool is_max, double lp_norm = 0) {
     Window w = w0;
     std::vector<int64_t> sp = spatial(x);
     w.resolve(op, sp, {}, false, 8);
+    check_padded(x, w, op);
     bool dilated = false;
     for (int64_t d : w.dilations) dilated = dilated || d != 1;
     if (dilated || w.rank > 2) {

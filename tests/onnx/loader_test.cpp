@@ -341,6 +341,17 @@ TEST(OnnxLoader, SizesFromTheDataAreBoundedAtLoadAndRun) {
   Model range = load_string(model(g), cpu);
   std::string msg = error_of<ValueError>([&] { range.run({}); });
   EXPECT_NE(msg.find("Range"), std::string::npos) << msg;
+  // Pads of a billion around a 2x2 image.
+  GraphParts pg;
+  const int64_t big = 1000000000;
+  pg.inputs = {value_info("X", 1, {1, 1, 2, 2})};
+  pg.outputs = {value_info("Y", 1, {})};
+  pg.nodes = {node("MaxPool", {"X"}, {"Y"}, "mp",
+                   {attr_ints("kernel_shape", {2, 2}),
+                    attr_ints("pads", {big, big, big, big})})};
+  Model padded = load_string(model(pg), cpu);
+  msg = error_of<ValueError>([&] { padded.run({ones({1, 1, 2, 2}, cpu)}); });
+  EXPECT_NE(msg.find("MaxPool"), std::string::npos) << msg;
 }
 
 TEST(OnnxLoader, InverseTrigonometryMatchesTheStandardLibrary) {
