@@ -195,6 +195,9 @@ gguf::Metadata random_model_metadata(const RandomModelConfig& c) {
           "random model: {} has no tokenizer.ggml.tokens", c.vocab_file));
     }
   }
+  if (!c.chat_template.empty()) {
+    vocab.set("tokenizer.chat_template", gguf::Value(c.chat_template));
+  }
   auto u32 = [](int64_t v) { return gguf::Value(uint32_t(v)); };
   int64_t n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());
   gguf::Metadata m;

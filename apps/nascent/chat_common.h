@@ -1,0 +1,43 @@
+// What `chat`, `generate` and `chat-template` share: choosing the chat
+// template (the model's, a file or a built-in name), extra template
+// variables from JSON, and errors that say how to override a template that
+// cannot be rendered.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "nascent/generate/chat_template.h"
+
+namespace nascent::cli {
+
+struct ChatTemplateArgs {
+  std::string chat_template;  // FILE or a built-in name; empty: the model's.
+  std::string kwargs;         // JSON object.
+  bool verbose_prompt = false;
+};
+
+// --chat-template, --chat-template-kwargs, --verbose-prompt.
+void add_chat_template_options(CLI::App& sub, ChatTemplateArgs& a);
+
+// The Jinja source --chat-template names: a built-in format or a file's
+// text. ValueError when it is neither.
+std::string chat_template_source(const std::string& file_or_name);
+// The template for a model, parsed; errors name `command` and say how to
+// override the template.
+ChatTemplate load_chat_template(const Tokenizer& tok, const ChatTemplateArgs& a,
+                                const char* command);
+// A JSON object as template variables ("" gives none). ValueError for bad
+// JSON or JSON that is not an object.
+jinja::Dict parse_template_kwargs(const std::string& json, const char* what);
+
+// Renders, turning a template's failure into an error that names `command`
+// and says how to override the template.
+std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
+                        const char* command);
+
+// JSON text, or @FILE for a file's.
+std::string json_argument(const std::string& arg);
+
+}  // namespace nascent::cli
