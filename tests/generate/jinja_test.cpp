@@ -65,6 +65,7 @@ TEST(Jinja, SyntaxErrorsNameTheLineAndConstruct) {
   expect_error("{% macro m() %}", "missing {% endmacro %}");
   expect_error("\n\n{{ 1 + }}", "template line 3: unexpected '}}'");
   expect_error("{{ 'open", "string literal is not closed");
+  expect_error("{{ 'open\\", "string literal is not closed");  // Ends in \.
   expect_error("{# open", "comment {# is not closed");
   expect_error("{{ x", "'{{' is not closed");
   expect_error("{% for in xs %}{% endfor %}", "expected 'in' in a for loop");
@@ -95,6 +96,11 @@ TEST(Jinja, RuntimeErrorsNameTheLine) {
   expect_error("{{ xs | map('upper') | tojson }}", "generator is not JSON");
   expect_error("{{ (xs | select('odd')) | length }}", "has no len()");
   expect_error("{{ (range(0) | first).x }}", "No first item");
+  // Indexes too large for an integer.
+  expect_error("{{ xs.99999999999999999999 }}", "out of range");
+  expect_error("{{ msgs | map(attribute='99999999999999999999') | list }}",
+               "attribute: index 99999999999999999999 is out of range");
+  expect_error("{{ '{99999999999999999999}'.format(1) }}", "out of range");
   try {
     Template("a\n{{ raise_exception('bad role: ' ~ 'x') }}").render({});
     ADD_FAILURE();

@@ -254,7 +254,7 @@ std::string format(const std::string& f, Args& a) {
       if (field.empty()) {
         idx = next++;
       } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-        idx = std::stoul(field);
+        idx = static_cast<size_t>(digits_to_index(field, "format"));
       } else {
         for (auto& [k, x] : a.keyword) {
           if (k == field) v = &x;

@@ -2,6 +2,7 @@
 // (filters.cpp): argument reading and Python's str operations.
 #pragma once
 
+#include <charconv>
 #include <set>
 #include <string>
 
@@ -13,6 +14,17 @@ namespace nascent::jinja {
 
 [[noreturn]] inline void fault(const std::string& what) {
   throw TemplateError(what);
+}
+
+// A string of ASCII digits as an index; TemplateError when it does not fit.
+inline int64_t digits_to_index(const std::string& digits, const char* what) {
+  int64_t v = 0;
+  const auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    fault(fmt::format("{}: index {} is out of range", what, digits));
+  }
+  return v;
 }
 
 // Positional-or-keyword arguments of a filter, method or function.

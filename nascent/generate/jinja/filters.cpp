@@ -18,7 +18,7 @@ Value attribute(Interpreter& in, const Value& v, const std::string& path) {
     if (dot == std::string::npos) dot = path.size();
     const std::string part = path.substr(pos, dot - pos);
     if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
-      cur = in.get_item(cur, Value(int64_t{std::stoll(part)}));
+      cur = in.get_item(cur, Value(digits_to_index(part, "attribute")));
     } else {
       cur = in.get_item(cur, Value(part));
     }

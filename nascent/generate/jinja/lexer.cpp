@@ -323,7 +323,10 @@ class Lexer {
         ++i;
         continue;
       }
-      if (i + 1 >= src_.size()) continue;  // Reported as unclosed above.
+      if (i + 1 >= src_.size()) {  // A backslash as the last byte.
+        throw TemplateError(fmt::format(
+            "template line {}: string literal is not closed", line));
+      }
       const char e = src_[i + 1];
       i += 2;
       switch (e) {

@@ -509,7 +509,12 @@ class Parser {
         if (cur().type == T::integer) {
           g->kind = Expr::Kind::getitem;
           auto idx = make(Expr::Kind::literal, line);
-          idx->value = Value(int64_t{std::stoll(t_[i_++].text)});
+          try {
+            idx->value = Value(int64_t{std::stoll(cur().text)});
+          } catch (const std::exception&) {
+            fail(fmt::format("index {} out of range", cur().text));
+          }
+          ++i_;
           g->args.push_back(std::move(e));
           g->args.push_back(std::move(idx));
         } else {
