@@ -42,15 +42,7 @@ int chat(const ChatArgs& a) {
   GenerateOptions options = cli::generate_options(a.model);
   // The template's end-of-turn token stops a reply beside EOS.
   options.stop_tokens = tmpl.end_of_turn_tokens(tok, kwargs);
-  if (a.tmpl.verbose_prompt) {
-    std::vector<std::string> names;
-    for (TokenId id : options.stop_tokens) {
-      names.push_back(fmt::format("{} '{}'", id, tok.token_text(id)));
-    }
-    fmt::print(stderr, "end-of-turn tokens: {}\n",
-               names.empty() ? std::string("none (EOS only)")
-                             : fmt::format("{}", fmt::join(names, ", ")));
-  }
+  if (a.tmpl.verbose_prompt) cli::print_stop_tokens(tok, options.stop_tokens);
   TextGenerator gen(model, tok, options);
   std::vector<ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
@@ -71,15 +63,8 @@ int chat(const ChatArgs& a) {
     in.add_generation_prompt = true;
     in.extra = kwargs;
     const std::string prompt = cli::render_chat(tmpl, in, "chat");
-    // BOS as the vocabulary asks, unless the template wrote it already.
-    const bool add_bos =
-        tok.add_bos() && !(tok.bos() != kNoToken &&
-                           prompt.starts_with(tok.token_text(tok.bos())));
-    const std::vector<TokenId> ids = tok.encode(prompt, add_bos, true);
-    if (a.tmpl.verbose_prompt) {
-      fmt::print(stderr, "prompt ({} tokens):\n{}\n[end of prompt]\n",
-                 ids.size(), prompt);
-    }
+    const std::vector<TokenId> ids =
+        cli::encode_chat_prompt(tok, prompt, a.tmpl.verbose_prompt);
     const GenerateResult r =
         gen.generate_tokens(ids, [](std::string_view text) {
           std::fwrite(text.data(), 1, text.size(), stdout);

@@ -91,6 +91,30 @@ std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
   }
 }
 
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tok,
+                                        const std::string& prompt,
+                                        bool verbose) {
+  const bool add_bos =
+      tok.add_bos() &&
+      !(tok.bos() != kNoToken && prompt.starts_with(tok.token_text(tok.bos())));
+  std::vector<TokenId> ids = tok.encode(prompt, add_bos, true);
+  if (verbose) {
+    fmt::print(stderr, "prompt ({} tokens):\n{}\n[end of prompt]\n", ids.size(),
+               prompt);
+  }
+  return ids;
+}
+
+void print_stop_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
+  std::vector<std::string> names;
+  for (TokenId id : ids) {
+    names.push_back(fmt::format("{} '{}'", id, tok.token_text(id)));
+  }
+  fmt::print(stderr, "end-of-turn tokens: {}\n",
+             names.empty() ? std::string("none (EOS only)")
+                           : fmt::format("{}", fmt::join(names, ", ")));
+}
+
 std::string json_argument(const std::string& arg) {
   if (!arg.empty() && arg[0] == '@') return read_text(arg.substr(1), "JSON");
   return arg;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +37,15 @@ jinja::Dict parse_template_kwargs(const std::string& json, const char* what);
 // and says how to override the template.
 std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
                         const char* command);
+
+// The token ids of a rendered chat prompt: BOS as the vocabulary asks,
+// unless the template wrote it already. With `verbose`, prints the prompt
+// and its token count to stderr.
+std::vector<TokenId> encode_chat_prompt(const Tokenizer& tok,
+                                        const std::string& prompt,
+                                        bool verbose);
+// "end-of-turn tokens: ..." to stderr (--verbose-prompt).
+void print_stop_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids);
 
 // JSON text, or @FILE for a file's.
 std::string json_argument(const std::string& arg);

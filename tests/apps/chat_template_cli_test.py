@@ -3,10 +3,10 @@
 small random-weight models: the prompt --verbose-prompt shows equals Jinja2's
 rendering of the model's template (a Qwen-style and a Llama-3-style one, the
 real files from DATA_DIR/templates when present), for the first turn and
-for the second (which holds the first reply); the template's end-of-turn
-token is found; --chat-template NAME|FILE and --chat-template-kwargs work;
-templates that cannot be rendered fail with errors that say how to
-override them.
+for the second (which holds the first reply), and for `generate --chat`'s
+single turn; the template's end-of-turn token is found; --chat-template
+NAME|FILE and --chat-template-kwargs work; templates that cannot be
+rendered fail with errors that say how to override them.
 
 Usage: chat_template_cli_test.py NASCENT_BINARY [DATA_DIR]
 Exit status: 0 passed, 1 failed, 77 skipped (no jinja2).
@@ -109,6 +109,11 @@ def chat_matches_jinja(binary, tmp, label, source, extra_tokens, eot):
         messages=msgs, tools=None, documents=None, add_generation_prompt=True,
         bos_token=bos, eos_token=eos)
     check(got[0] == want, f"{label}: first prompt\n{got[0]!r}\nvs jinja2\n{want!r}")
+    # generate --chat renders the same single turn.
+    r1 = run(binary, "generate", "-m", model, "--chat", "--temp", "0", "-n",
+             "3", "--verbose-prompt", "--system-prompt", system, "-p", first)
+    check(r1.returncode == 0 and prompts(r1.stderr) == [want],
+          f"{label}: generate --chat prompt {r1.stderr[-400:]!r}")
     # The second prompt holds the first reply: one of stdout's line splits.
     out = r.stdout.decode("utf-8", "replace")
     ok = False
@@ -210,6 +215,10 @@ def main():
                 stdin=b"hi\n")
         check(r.returncode != 0 and b"--chat-template-kwargs: bad JSON"
               in r.stderr, f"bad kwargs: {r.stderr!r}")
+        r = run(binary, "generate", "-m", model, "-p", "x",
+                "--chat-template", "chatml")
+        check(r.returncode != 0 and b"need --chat" in r.stderr,
+              f"generate --chat-template without --chat: {r.stderr!r}")
         r = run(binary, "chat-template", "render", "--template", "chatml",
                 "--messages", '{"role": "user"}')
         check(r.returncode != 0 and b"expected a JSON list" in r.stderr,
