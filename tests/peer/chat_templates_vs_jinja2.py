@@ -4,7 +4,8 @@ For every template in $NASCENT_DATA_DIR/templates (llama.cpp's collection of
 real models' templates, from llama-cpp-python's source distribution) and
 every tokenizer.chat_template in $NASCENT_DATA_DIR/tokenizer/ggml-vocab-*.gguf,
 a set of conversations (system + user, multi-turn, with and without a
-generation prompt, non-ASCII text, tool calls for templates that take tools)
+generation prompt, non-ASCII text, tool calls for templates that take tools,
+enable_thinking and reasoning_content for templates that read them)
 goes through `nascent chat-template render` and through Jinja2 set up as
 Hugging Face's apply_chat_template sets it up (ImmutableSandboxedEnvironment,
 trim_blocks, lstrip_blocks, loop controls, {% generation %}, its tojson,
@@ -102,16 +103,27 @@ NON_ASCII = {"role": "user",
              "content": "Grüße aus Köln! 你好，世界 🌍 — «ça va?»\n  Tabs\tand  spaces  "}
 
 
-def conversations(takes_tools):
+def conversations(source):
+    """(label, messages, add_generation_prompt, tools, extra variables)."""
+    takes_tools = "tools" in source
     out = [
-        ("system+user", [SYSTEM, USER], True, None),
-        ("system+user, no generation prompt", [SYSTEM, USER], False, None),
-        ("user", [USER], True, None),
-        ("multi-turn", [SYSTEM, USER, ASSISTANT, USER2], True, None),
-        ("multi-turn without system", [USER, ASSISTANT, USER2], True, None),
-        ("ends with assistant", [USER, ASSISTANT], False, None),
-        ("non-ASCII", [NON_ASCII], True, None),
+        ("system+user", [SYSTEM, USER], True, None, {}),
+        ("system+user, no generation prompt", [SYSTEM, USER], False, None, {}),
+        ("user", [USER], True, None, {}),
+        ("multi-turn", [SYSTEM, USER, ASSISTANT, USER2], True, None, {}),
+        ("multi-turn without system", [USER, ASSISTANT, USER2], True, None, {}),
+        ("ends with assistant", [USER, ASSISTANT], False, None, {}),
+        ("non-ASCII", [NON_ASCII], True, None, {}),
     ]
+    if "enable_thinking" in source:
+        # llama.cpp's --chat-template-kwargs; Qwen3-style templates.
+        for flag in (False, True):
+            out.append((f"enable_thinking={flag}", [SYSTEM, USER], True, None,
+                        {"enable_thinking": flag}))
+    if "reasoning_content" in source:
+        thought = dict(ASSISTANT, reasoning_content="Paris is the capital.")
+        out.append(("reasoning_content", [USER, thought, USER2], True, None,
+                    {}))
     if takes_tools:
         call = {"role": "assistant", "content": "",
                 "tool_calls": [{"id": "call_1", "type": "function",
@@ -120,24 +132,29 @@ def conversations(takes_tools):
         result = {"role": "tool", "tool_call_id": "call_1",
                   "name": "get_weather",
                   "content": "{\"temperature\": 21, \"unit\": \"celsius\"}"}
-        out.append(("tools", [SYSTEM, USER], True, TOOLS))
+        out.append(("tools", [SYSTEM, USER], True, TOOLS, {}))
         out.append(("tool call and result",
                     [SYSTEM, {"role": "user", "content": "Weather in Paris?"},
-                     call, result], True, TOOLS))
+                     call, result], True, TOOLS, {}))
+        # OpenAI's API sends null content beside tool calls.
+        out.append(("tool call with null content",
+                    [{"role": "user", "content": "Weather in Paris?"},
+                     dict(call, content=None), result], True, TOOLS, {}))
     return out
 
 
-def jinja_render(env, source, messages, add_gen, tools, bos, eos):
+def jinja_render(env, source, messages, add_gen, tools, bos, eos, extra):
     try:
         return env.from_string(source).render(
             messages=messages, tools=tools, documents=None,
-            add_generation_prompt=add_gen, bos_token=bos, eos_token=eos), None
+            add_generation_prompt=add_gen, bos_token=bos, eos_token=eos,
+            **extra), None
     except Exception as e:  # Both sides may refuse a conversation.
         return None, f"{type(e).__name__}: {e}"
 
 
 def nascent_render(cli, template_path, messages, add_gen, tools, bos, eos,
-                   tmp):
+                   extra, tmp):
     mpath = os.path.join(tmp, "messages.json")
     with open(mpath, "w", encoding="utf-8") as f:
         json.dump(messages, f, ensure_ascii=False)
@@ -146,6 +163,8 @@ def nascent_render(cli, template_path, messages, add_gen, tools, bos, eos,
            "--now", str(NOW)]
     if add_gen:
         cmd.append("--add-generation-prompt")
+    if extra:
+        cmd += ["--chat-template-kwargs", json.dumps(extra)]
     if tools is not None:
         tpath = os.path.join(tmp, "tools.json")
         with open(tpath, "w", encoding="utf-8") as f:
@@ -204,14 +223,13 @@ def main():
         for name, path, source, bos, eos in templates(data_dir, tmp):
             if only and only not in name:
                 continue
-            takes_tools = "tools" in source
             problems = []
-            for label, msgs, add_gen, tools in conversations(takes_tools):
+            for label, msgs, add_gen, tools, extra in conversations(source):
                 n_cases += 1
                 want, werr = jinja_render(env, source, msgs, add_gen, tools,
-                                          bos, eos)
+                                          bos, eos, extra)
                 got, gerr = nascent_render(cli, path, msgs, add_gen, tools,
-                                           bos, eos, tmp)
+                                           bos, eos, extra, tmp)
                 if werr and gerr:
                     n_refused += 1
                     continue
