@@ -10,9 +10,10 @@ goes through `nascent chat-template render` and through Jinja2 set up as
 Hugging Face's apply_chat_template sets it up (ImmutableSandboxedEnvironment,
 trim_blocks, lstrip_blocks, loop controls, {% generation %}, its tojson,
 raise_exception, strftime_now at a fixed time). A case passes when both give
-the same bytes, or both refuse the conversation. A template passes when all
-its cases do; templates the README lists as known failures may fail, the
-rest must pass, and at least MIN_PASS of them overall.
+the same bytes, or both refuse the conversation in the same way (the
+template's raise_exception, or an error such as None + str). A template
+passes when all its cases do; templates the README lists as known failures
+may fail, the rest must pass, and at least MIN_PASS of them overall.
 
 usage: chat_templates_vs_jinja2.py NASCENT_CLI DATA_DIR [-v] [-k NAME]
 Exits 77 (skipped) without jinja2 or the test data.
@@ -231,10 +232,16 @@ def main():
                 got, gerr = nascent_render(cli, path, msgs, add_gen, tools,
                                            bos, eos, extra, tmp)
                 if werr and gerr:
-                    n_refused += 1
-                    continue
+                    # The same kind of refusal: raise_exception on both
+                    # sides, or an error in the template on both.
+                    raised = werr.startswith("TemplateError:")
+                    if raised == ("rejected the conversation" in gerr):
+                        n_refused += 1
+                        continue
                 if werr or gerr or want != got:
-                    if werr:
+                    if werr and gerr:
+                        why = f"jinja2 raised {werr}; nascent {gerr}"
+                    elif werr:
                         why = f"jinja2 raised {werr}; nascent rendered"
                     elif gerr:
                         why = f"nascent failed: {gerr}"
