@@ -154,13 +154,18 @@ std::vector<TokenId> ChatTemplate::end_of_turn_tokens(
   // Render a user turn and an assistant turn holding a marker; the first
   // control token after the marker (past whitespace) ends the turn.
   static constexpr std::string_view kMarker = "\x01nascent-reply\x01";
-  const std::vector<ChatMessage> probe = {{"user", "Hi"},
-                                          {"assistant", std::string(kMarker)}};
+  const ChatMessage reply = {"assistant", std::string(kMarker)};
+  // Some templates insist on a system message first.
+  const std::vector<ChatMessage> probes[] = {
+      {{"user", "Hi"}, reply},
+      {{"system", "Be brief."}, {"user", "Hi"}, reply}};
   std::string text;
-  try {
-    text = apply(probe, false, extra);
-  } catch (const Error&) {
-    return {};
+  for (const std::vector<ChatMessage>& probe : probes) {
+    try {
+      text = apply(probe, false, extra);
+      break;
+    } catch (const Error&) {
+    }
   }
   const size_t at = text.find(kMarker);
   if (at == std::string::npos) return {};

@@ -7,6 +7,7 @@
 
 #include "nascent/core/error.h"
 #include "nascent/generate/chat_template.h"
+#include "tests/shared_data.h"
 
 namespace nascent::test {
 namespace {
@@ -145,6 +146,48 @@ TEST(ChatTemplate, BadTemplateNamesTheLine) {
     EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos)
         << e.what();
   }
+}
+
+// The token that ends an assistant turn, found by rendering one: the
+// vocabularies' own control tokens.
+TEST(ChatTemplate, EndOfTurnTokens) {
+  NASCENT_SHARED_FILE_OR_SKIP(qwen_path, "tokenizer/ggml-vocab-qwen2.gguf");
+  NASCENT_SHARED_FILE_OR_SKIP(llama_path,
+                              "tokenizer/ggml-vocab-llama-bpe.gguf");
+  const Tokenizer qwen = Tokenizer::from_gguf_file(qwen_path);
+  const Tokenizer llama = Tokenizer::from_gguf_file(llama_path);
+  auto names = [](const Tokenizer& tok, const ChatTemplate& t) {
+    std::vector<std::string> out;
+    for (TokenId id : t.end_of_turn_tokens(tok)) {
+      out.push_back(tok.token_text(id));
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen)), Names{"<|im_end|>"});
+  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen, "chatml")),
+            Names{"<|im_end|>"});
+  EXPECT_EQ(names(llama, ChatTemplate::for_model(llama, "llama3")),
+            Names{"<|eot_id|>"});
+  // A template that wants a system message first is probed with one.
+  const ChatTemplate strict(
+      "{% if messages[0].role != 'system' %}{{ raise_exception('system') }}"
+      "{% endif %}{% for m in messages %}{{ m.content }}<|im_end|>"
+      "{% endfor %}",
+      "", "");
+  EXPECT_EQ(names(qwen, strict), Names{"<|im_end|>"});
+  // Text after the reply before any control token: no end-of-turn token
+  // (EOS alone ends the reply), as when the template writes none.
+  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }} END"
+                           "<|im_end|>{% endfor %}",
+                           "", "")
+                  .end_of_turn_tokens(qwen)
+                  .empty());
+  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }}\n"
+                           "{% endfor %}",
+                           "", "")
+                  .end_of_turn_tokens(qwen)
+                  .empty());
 }
 
 }  // namespace
