@@ -381,7 +381,7 @@ Value string_method(Interpreter& interp, const Value& obj,
   }
   if (n == "find" || n == "rfind" || n == "count") {
     return bind([n](ArgReader& r, const std::string& s, Interpreter&) {
-      const std::string& sub = want_str(r.get(0, "sub"), r.fn());
+      const std::string sub = want_str(r.get(0, "sub"), r.fn());
       r.done();
       auto cp_index = [&](size_t byte) {
         return static_cast<int64_t>(characters(s.substr(0, byte)).size());

@@ -567,7 +567,7 @@ void add_globals(Dict& g, Interpreter& in) {
           }
           return Value(std::move(out));
         }));
-  g.set("namespace", Value::function("namespace", [](Args& a) -> Value {
+  g.set("namespace", Value::function("namespace", [&in](Args& a) -> Value {
           Dict d;
           d.is_namespace = true;
           for (const Value& p : a.positional) {
@@ -576,7 +576,9 @@ void add_globals(Dict& g, Interpreter& in) {
             for (const auto& [k, x] : p.dict().items) d.set(k, x);
           }
           for (auto& [k, x] : a.keyword) d.set(k, x);
-          return Value(std::move(d));
+          Value ns(std::move(d));
+          in.track_namespace(ns);
+          return ns;
         }));
   g.set("dict", Value::function("dict", [](Args& a) -> Value {
           Dict d;

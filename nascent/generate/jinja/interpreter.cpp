@@ -108,7 +108,24 @@ void Interpreter::count_iteration(const char* what) {
   }
 }
 
+void Interpreter::release_cycles() {
+  for (const std::weak_ptr<Frame>& w : captured_) {
+    if (std::shared_ptr<Frame> f = w.lock()) {
+      f->vars.clear();
+      f->parent.reset();
+    }
+  }
+  captured_.clear();
+  for (const Value& ns : namespaces_) ns.mutable_dict().items.clear();
+  namespaces_.clear();
+  hole_ = Value();
+}
+
 std::string Interpreter::render(const Program& program, const Dict& variables) {
+  struct Release {
+    ~Release() { in.release_cycles(); }
+    Interpreter& in;
+  } release{*this};
   auto globals = std::make_shared<Frame>();
   Dict g;
   add_globals(g, *this);
@@ -333,6 +350,9 @@ void Interpreter::exec_for(const Node& n) {
 
 Value Interpreter::make_macro(const Node& n, std::shared_ptr<Frame> scope) {
   const Node* node = &n;
+  if (captured_.empty() || captured_.back().lock() != scope) {
+    captured_.push_back(scope);
+  }
   return Value::function(
       n.kind == Node::Kind::macro ? n.name : "caller",
       [this, node, scope](Args& a) -> Value {

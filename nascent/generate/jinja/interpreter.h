@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "nascent/generate/jinja/ast.h"
 
@@ -41,6 +42,9 @@ class Interpreter {
   // Throws when a string or list of this size would pass the limits.
   void check_size(size_t bytes, const char* what) const;
   void count_iteration(const char* what);
+  // A namespace() object: its attributes may point back at it, so the end
+  // of the render clears them (shared_ptr cycles would leak).
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
   const Limits& limits() const { return limits_; }
   std::time_t now() const { return now_; }
 
@@ -67,6 +71,9 @@ class Interpreter {
   void exec_for(const Node& n);
   std::string render_body(const Body& body, std::shared_ptr<Frame> frame);
   Value make_macro(const Node& n, std::shared_ptr<Frame> scope);
+  // Breaks the cycles a render can make (a macro kept in the frame it
+  // closes over, a namespace holding itself), on success or error.
+  void release_cycles();
   Value eval(const Expr& e);
   Value eval_inner(const Expr& e);
   Value eval_binary(const Expr& e);
@@ -83,6 +90,8 @@ class Interpreter {
   std::shared_ptr<Frame> root_;
   std::string* out_ = nullptr;
   Value hole_;  // The body value a filter block's chain applies to.
+  std::vector<std::weak_ptr<Frame>> captured_;  // Frames macros close over.
+  std::vector<Value> namespaces_;
   int depth_ = 0;
   int64_t iterations_ = 0;
 };
