@@ -14,6 +14,9 @@ packages=(
   dataset-fashion-mnist
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
+  # The chat-template tests' peer: Jinja2, the engine Hugging Face renders
+  # chat templates with (tests/peer/chat_templates_vs_jinja2.py).
+  python3-jinja2
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,

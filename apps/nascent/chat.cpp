@@ -1,5 +1,6 @@
 // `nascent chat`: an interactive conversation with a LLaMA GGUF model in its
-// chat template (chatml or llama-2, from tokenizer.chat_template). Reads one
+// chat template (the Jinja source in tokenizer.chat_template, or
+// --chat-template FILE|NAME), rendered as Hugging Face does. Reads one
 // user message per line from stdin (a terminal or a pipe); the reply streams
 // to stdout. The whole conversation is rendered each turn and the KV cache
 // keeps the part that did not change, so only the new tokens are evaluated.
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/nascent/chat_common.h"
 #include "apps/nascent/command.h"
 #include "apps/nascent/llama_common.h"
 #include "nascent/core/error.h"
@@ -23,7 +25,7 @@ using namespace nascent;
 struct ChatArgs {
   cli::ModelArgs model;
   std::string system;
-  std::string format;
+  cli::ChatTemplateArgs tmpl;
   bool timings = false;
 };
 
@@ -35,26 +37,21 @@ int chat(const ChatArgs& a) {
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
-  ChatFormat format = detect_chat_format(tok.chat_template());
-  if (!a.format.empty()) {
-    const auto f = chat_format_from_name(a.format);
-    if (!f) {
-      throw ValueError(fmt::format(
-          "chat: unknown --chat-template '{}' (chatml, llama2)", a.format));
-    }
-    format = *f;
-  }
-  const std::string bos =
-      tok.bos() != tokenizer::kNoToken ? tok.token_text(tok.bos()) : "";
-  const std::string eos =
-      tok.eos() != tokenizer::kNoToken ? tok.token_text(tok.eos()) : "";
-  TextGenerator gen(model, tok, cli::generate_options(a.model));
+  const ChatTemplate tmpl = cli::load_chat_template(tok, a.tmpl, "chat");
+  const jinja::Dict kwargs =
+      cli::parse_template_kwargs(a.tmpl.kwargs, "--chat-template-kwargs");
+  GenerateOptions options = cli::generate_options(a.model);
+  // The template's end-of-turn token stops a reply beside EOS.
+  options.stop_tokens = tmpl.end_of_turn_tokens(tok, kwargs);
+  if (a.tmpl.verbose_prompt) cli::print_stop_tokens(tok, options.stop_tokens);
+  TextGenerator gen(model, tok, options);
   std::vector<ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
   const bool interactive = isatty(0) != 0;
   if (interactive) {
     fmt::print(stderr, "nascent chat: {} template; empty line or Ctrl-D ends\n",
-               name(format));
+               a.tmpl.chat_template.empty() ? "the model's"
+                                            : a.tmpl.chat_template.c_str());
   }
   std::string line;
   while (true) {
@@ -62,12 +59,13 @@ int chat(const ChatArgs& a) {
     if (!std::getline(std::cin, line) || (interactive && line.empty())) break;
     if (line.empty()) continue;
     messages.push_back({"user", line});
-    const std::string prompt =
-        apply_chat_template(format, messages, true, bos, eos);
-    // llama2's template spells out BOS; chatml gets it from the vocabulary.
-    const bool add_bos = format == ChatFormat::chatml && tok.add_bos();
+    ChatTemplate::Inputs in;
+    in.messages = to_jinja(messages);
+    in.add_generation_prompt = true;
+    in.extra = kwargs;
+    const std::string prompt = cli::render_chat(tmpl, in, "chat");
     const std::vector<tokenizer::TokenId> ids =
-        tok.encode(prompt, add_bos, true);
+        cli::encode_chat_prompt(tok, prompt, a.tmpl.verbose_prompt);
     const GenerateResult r =
         gen.generate_tokens(ids, [](std::string_view text) {
           std::fwrite(text.data(), 1, text.size(), stdout);
@@ -92,8 +90,7 @@ NASCENT_COMMAND("chat",
                   cli::add_model_options(sub, a->model);
                   sub.add_option("--system-prompt,--sys", a->system,
                                  "system message");
-                  sub.add_option("--chat-template", a->format,
-                                 "chatml or llama2 (default: from the file)");
+                  cli::add_chat_template_options(sub, a->tmpl);
                   sub.add_flag("--timings", a->timings,
                                "print the timings after each reply");
                   return [a] { return chat(*a); };

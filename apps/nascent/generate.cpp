@@ -5,6 +5,10 @@
 // tokenizer involved), --dump-logits writes the logits of every prompt
 // position as raw little-endian f32 [n_tokens, n_vocab], --print-ids prints
 // the generated ids as [id, ...] instead of the text.
+//
+// --chat makes the prompt one user message in the model's chat template (or
+// --chat-template's), answered in one turn that stops at the template's
+// end-of-turn token: `nascent chat` for a single message, scriptable.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/nascent/chat_common.h"
 #include "apps/nascent/command.h"
 #include "apps/nascent/llama_common.h"
 #include "nascent/core/error.h"
@@ -29,6 +34,9 @@ struct GenerateArgs {
   bool no_escape = false;
   bool print_ids = false;
   bool no_bos = false;
+  bool chat = false;
+  std::string system;
+  cli::ChatTemplateArgs tmpl;
 };
 
 std::vector<tokenizer::TokenId> parse_ids(const std::string& text) {
@@ -82,13 +90,46 @@ int generate(const GenerateArgs& a) {
                              std::chrono::steady_clock::now() - t0)
                              .count();
 
+  GenerateOptions options = cli::generate_options(a.model);
   std::vector<tokenizer::TokenId> ids;
-  if (!a.tokens.empty()) {
+  if (a.chat) {
+    if (!a.tokens.empty()) {
+      throw ValueError("generate: --chat takes -p or -f, not --tokens");
+    }
+    std::string text = a.file.empty() ? a.prompt : read_file(a.file);
+    if (!a.no_escape && a.file.empty()) text = cli::process_escapes(text);
+    const ChatTemplate tmpl =
+        cli::load_chat_template(tokenizer, a.tmpl, "generate");
+    ChatTemplate::Inputs in;
+    std::vector<ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", text});
+    in.messages = to_jinja(messages);
+    in.add_generation_prompt = true;
+    in.extra =
+        cli::parse_template_kwargs(a.tmpl.kwargs, "--chat-template-kwargs");
+    options.stop_tokens = tmpl.end_of_turn_tokens(tokenizer, in.extra);
+    if (a.tmpl.verbose_prompt) {
+      cli::print_stop_tokens(tokenizer, options.stop_tokens);
+    }
+    ids = cli::encode_chat_prompt(tokenizer,
+                                  cli::render_chat(tmpl, in, "generate"),
+                                  a.tmpl.verbose_prompt);
+  } else if (!a.system.empty() || !a.tmpl.chat_template.empty() ||
+             !a.tmpl.kwargs.empty()) {
+    throw ValueError(
+        "generate: --system-prompt, --chat-template and "
+        "--chat-template-kwargs need --chat");
+  } else if (!a.tokens.empty()) {
     ids = parse_ids(a.tokens);
   } else {
     std::string text = a.file.empty() ? a.prompt : read_file(a.file);
     if (!a.no_escape && a.file.empty()) text = cli::process_escapes(text);
     ids = tokenizer.encode(text, tokenizer.add_bos() && !a.no_bos, true);
+    if (a.tmpl.verbose_prompt) {
+      fmt::print(stderr, "prompt ({} tokens):\n{}\n[end of prompt]\n",
+                 ids.size(), text);
+    }
   }
   if (ids.empty()) {
     throw ValueError("generate: the prompt is empty (give -p, -f or --tokens)");
@@ -98,7 +139,7 @@ int generate(const GenerateArgs& a) {
     if (a.model.n_predict == 0) return 0;
   }
 
-  TextGenerator gen(model, tokenizer, cli::generate_options(a.model));
+  TextGenerator gen(model, tokenizer, options);
   auto print = [&](std::string_view text) {
     if (!a.print_ids) {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -136,7 +177,8 @@ NASCENT_COMMAND(
       sub.add_flag("--no-escape", a->no_escape,
                    "keep \\n, \\t, \\xHH... in -p as written");
       sub.add_flag("--no-bos", a->no_bos,
-                   "do not add the BOS token the model asks for");
+                   "do not add the BOS token the model asks for (with --chat "
+                   "the template decides)");
       sub.add_option("--dump-logits", a->dump_logits,
                      "write the logits of every prompt position to this "
                      "file as raw little-endian f32 [n_tokens, n_vocab] "
@@ -144,5 +186,11 @@ NASCENT_COMMAND(
       sub.add_flag("--print-ids", a->print_ids,
                    "print the generated token ids as [id, ...] instead of "
                    "the text");
+      sub.add_flag("--chat", a->chat,
+                   "the prompt is a user message: render it in the chat "
+                   "template and stop at its end of turn");
+      sub.add_option("--system-prompt,--sys", a->system,
+                     "a system message before it (with --chat)");
+      cli::add_chat_template_options(sub, a->tmpl);
       return [a] { return generate(*a); };
     });

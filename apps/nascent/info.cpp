@@ -46,11 +46,22 @@ void print_tokenizer(const nascent::gguf::Metadata& m) {
                t.size(), id(t.bos()), id(t.eos()), id(t.eot()),
                t.add_bos() ? ", adds BOS" : "");
     const std::string& tmpl = t.chat_template();
-    fmt::print("chat template: {}\n",
-               tmpl.empty() ? std::string("none (chatml is used)")
-               : is_known_chat_template(tmpl)
-                   ? std::string(name(detect_chat_format(tmpl)))
-                   : std::string("not recognised (chatml is used)"));
+    if (tmpl.empty()) {
+      fmt::print("chat template: none (give chat --chat-template)\n");
+    } else {
+      try {
+        const ChatTemplate ct = ChatTemplate::for_model(t);
+        std::vector<std::string> eot;
+        for (tokenizer::TokenId i : ct.end_of_turn_tokens(t)) eot.push_back(id(i));
+        fmt::print("chat template: Jinja, {} bytes, end of turn {}\n",
+                   tmpl.size(),
+                   eot.empty() ? std::string("EOS only")
+                               : fmt::format("{}", fmt::join(eot, ", ")));
+      } catch (const Error& e) {
+        fmt::print("chat template: {} bytes, cannot be parsed: {}\n",
+                   tmpl.size(), e.what());
+      }
+    }
   } catch (const Error& e) {
     fmt::print("\ntokenizer: cannot be built: {}\n", e.what());
   }

@@ -4,13 +4,16 @@
 //   nascent make-model tiny.gguf --dim 2048 --layers 22 --heads 32
 //       --kv-heads 4 --ffn 5632 --vocab ggml-vocab-llama-spm.gguf --type f16
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
+#include "nascent/io/file.h"
 #include "nascent/models/llama/random_model.h"
 
 namespace {
@@ -19,6 +22,7 @@ struct MakeModelArgs {
   std::string out;
   std::string type = "f32";
   int threads = 0;
+  std::string chat_template_file;
   nascent::llama::RandomModelConfig config;
 };
 
@@ -30,6 +34,16 @@ int make_model(MakeModelArgs& a) {
         fmt::format("make-model: unknown weight type '{}'", a.type));
   }
   a.config.type = *type;
+  if (!a.chat_template_file.empty()) {
+    std::ifstream in(a.chat_template_file, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) {
+      throw IoError(
+          fmt::format("make-model: cannot read {}", a.chat_template_file));
+    }
+    a.config.chat_template = ss.str();
+  }
   if (a.threads > 0) cpu::set_num_threads(a.threads);
   auto start = std::chrono::steady_clock::now();
   llama::write_random_model(a.config, a.out);
@@ -58,6 +72,9 @@ NASCENT_COMMAND(
                      "tokens of the synthesised vocabulary (default 320)");
       sub.add_option("--vocab", c.vocab_file,
                      "copy the tokenizer from this GGUF file instead")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--chat-template", a->chat_template_file,
+                     "write this Jinja file as tokenizer.chat_template")
           ->check(CLI::ExistingFile);
       sub.add_option("--ctx", c.n_ctx, "context length (default 512)");
       sub.add_option("--rope-base", c.rope_freq_base,

@@ -3,111 +3,183 @@
 #include <fmt/format.h>
 
 #include "nascent/core/error.h"
-#include "nascent/tokenizer/unicode.h"
 
 namespace nascent {
 namespace {
 
-// Python's str.isspace(): White_Space plus the four separators U+001C..F.
-bool py_space(uint32_t cp) {
-  return tokenizer::unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F);
-}
+struct Builtin {
+  std::string_view name;
+  std::string_view source;
+};
 
-// Python's str.strip() (the templates call content.strip()).
-std::string strip(std::string_view s) {
-  std::vector<uint32_t> cps = tokenizer::unicode::to_code_points(s);
-  size_t begin = 0, end = cps.size();
-  while (begin < end && py_space(cps[begin])) ++begin;
-  while (end > begin && py_space(cps[end - 1])) --end;
-  // Map code point positions back to bytes (invalid bytes count one each).
-  size_t byte = 0, first = 0, last = s.size();
-  for (size_t i = 0; i <= cps.size(); ++i) {
-    if (i == begin) first = byte;
-    if (i == end) {
-      last = byte;
-      break;
-    }
-    uint32_t cp;
-    size_t n = tokenizer::unicode::decode_utf8(s, byte, &cp);
-    byte += n ? n : 1;
-  }
-  return std::string(s.substr(first, last - first));
-}
+// Written after the formats' published templates (the text they produce,
+// not their source): chatml as Qwen and many others use it, Meta's
+// Llama-2-chat and Llama-3-Instruct, Gemma's and Phi-3's turns.
+constexpr Builtin kBuiltins[] = {
+    {"chatml",
+     "{%- for message in messages %}"
+     "{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+     "'<|im_end|>\\n' }}"
+     "{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+     "{%- endif %}"},
+    {"llama2",
+     "{%- if messages and messages[0].role == 'system' %}"
+     "{%- set system = messages[0].content %}"
+     "{%- set turns = messages[1:] %}"
+     "{%- else %}{%- set system = none %}{%- set turns = messages %}"
+     "{%- endif %}"
+     "{%- for message in turns %}"
+     "{%- if (message.role == 'user') != (loop.index0 % 2 == 0) or "
+     "message.role not in ['user', 'assistant'] %}"
+     "{{- raise_exception('llama2: roles must be an optional system message, "
+     "then user and assistant alternating') }}"
+     "{%- endif %}"
+     "{%- set content = message.content %}"
+     "{%- if loop.first and system is not none %}"
+     "{%- set content = '<<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n' + "
+     "content %}"
+     "{%- endif %}"
+     "{%- if message.role == 'user' %}"
+     "{{- bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+     "{%- else %}{{- ' ' + content.strip() + ' ' + eos_token }}"
+     "{%- endif %}"
+     "{%- endfor %}"},
+    {"llama3",
+     "{{- bos_token }}"
+     "{%- for message in messages %}"
+     "{{- '<|start_header_id|>' + message.role + '<|end_header_id|>\\n\\n' + "
+     "message.content | trim + '<|eot_id|>' }}"
+     "{%- endfor %}"
+     "{%- if add_generation_prompt %}"
+     "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+     "{%- endif %}"},
+    {"gemma",
+     "{{- bos_token }}"
+     "{%- for message in messages %}"
+     "{%- set role = 'model' if message.role == 'assistant' else "
+     "message.role %}"
+     "{%- if role == 'system' %}"
+     "{{- raise_exception('gemma: there is no system role') }}"
+     "{%- endif %}"
+     "{{- '<start_of_turn>' + role + '\\n' + message.content | trim + "
+     "'<end_of_turn>\\n' }}"
+     "{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<start_of_turn>model\\n' }}"
+     "{%- endif %}"},
+    {"phi3",
+     "{%- for message in messages %}"
+     "{{- '<|' + message.role + '|>\\n' + message.content + '<|end|>\\n' }}"
+     "{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<|assistant|>\\n' }}"
+     "{%- else %}{{- eos_token }}{%- endif %}"},
+};
 
-std::string chatml(std::span<const ChatMessage> messages,
-                   bool add_generation_prompt) {
-  std::string out;
-  for (const ChatMessage& m : messages) {
-    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
-}
-
-std::string llama2(std::span<const ChatMessage> messages, std::string_view bos,
-                   std::string_view eos) {
-  std::optional<std::string> system;
-  if (!messages.empty() && messages[0].role == "system") {
-    system = messages[0].content;
-    messages = messages.subspan(1);
-  }
-  std::string out;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    bool user_turn = i % 2 == 0;
-    if ((m.role == "user") != user_turn ||
-        (m.role != "user" && m.role != "assistant")) {
-      throw ValueError(fmt::format(
-          "chat template llama2: message {} has role '{}'; roles must be an "
-          "optional system message, then user and assistant alternating",
-          i + (system ? 1 : 0), m.role));
-    }
-    std::string content = m.content;
-    if (i == 0 && system) {
-      content = "<<SYS>>\n" + *system + "\n<</SYS>>\n\n" + content;
-    }
-    if (user_turn) {
-      out += fmt::format("{}[INST] {} [/INST]", bos, strip(content));
-    } else {
-      out += fmt::format(" {} {}", strip(content), eos);
-    }
-  }
-  return out;
+std::string token_text_or_empty(const tokenizer::Tokenizer& tok, tokenizer::TokenId id) {
+  return id == tokenizer::kNoToken ? std::string() : tok.token_text(id);
 }
 
 }  // namespace
 
-std::string_view name(ChatFormat format) {
-  return format == ChatFormat::chatml ? "chatml" : "llama2";
+jinja::Value to_jinja(std::span<const ChatMessage> messages) {
+  jinja::List list;
+  for (const ChatMessage& m : messages) {
+    jinja::Dict d;
+    d.set("role", jinja::Value(m.role));
+    d.set("content", jinja::Value(m.content));
+    list.emplace_back(std::move(d));
+  }
+  return jinja::Value(std::move(list));
 }
 
-std::optional<ChatFormat> chat_format_from_name(std::string_view name) {
-  if (name == "chatml") return ChatFormat::chatml;
-  if (name == "llama2" || name == "llama-2") return ChatFormat::llama2;
+ChatTemplate::ChatTemplate(std::string_view source, std::string bos_token,
+                           std::string eos_token)
+    : source_(source),
+      template_(source),
+      bos_(std::move(bos_token)),
+      eos_(std::move(eos_token)) {}
+
+std::vector<std::string_view> ChatTemplate::builtin_names() {
+  std::vector<std::string_view> out;
+  for (const Builtin& b : kBuiltins) out.push_back(b.name);
+  return out;
+}
+
+std::optional<std::string_view> ChatTemplate::builtin(std::string_view name) {
+  for (const Builtin& b : kBuiltins) {
+    if (b.name == name) return b.source;
+  }
   return std::nullopt;
 }
 
-bool is_known_chat_template(std::string_view t) {
-  return t.find("<|im_start|>") != std::string_view::npos ||
-         t.find("[INST]") != std::string_view::npos;
-}
-
-ChatFormat detect_chat_format(std::string_view t) {
-  if (t.find("<|im_start|>") != std::string_view::npos) {
-    return ChatFormat::chatml;
+ChatTemplate ChatTemplate::for_model(const tokenizer::Tokenizer& tok,
+                                     std::string_view override_source) {
+  std::string_view source = override_source;
+  if (auto b = builtin(source)) source = *b;
+  if (source.empty()) source = tok.chat_template();
+  if (source.empty()) {
+    throw ValueError(fmt::format(
+        "chat template: the model has no tokenizer.chat_template; give one "
+        "with --chat-template FILE or a built-in name ({})",
+        fmt::join(builtin_names(), ", ")));
   }
-  if (t.find("[INST]") != std::string_view::npos) return ChatFormat::llama2;
-  return ChatFormat::chatml;
+  return ChatTemplate(source, token_text_or_empty(tok, tok.bos()),
+                      token_text_or_empty(tok, tok.eos()));
 }
 
-std::string apply_chat_template(ChatFormat format,
-                                std::span<const ChatMessage> messages,
+std::string ChatTemplate::render(const Inputs& in) const {
+  jinja::Dict vars;
+  vars.set("messages", in.messages);
+  vars.set("tools", in.tools);
+  vars.set("documents", jinja::Value::none());
+  vars.set("add_generation_prompt", jinja::Value(in.add_generation_prompt));
+  vars.set("bos_token", jinja::Value(bos_));
+  vars.set("eos_token", jinja::Value(eos_));
+  for (const auto& [k, v] : in.extra.items) vars.set(k, v);
+  return template_.render(vars, in.now);
+}
+
+std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
                                 bool add_generation_prompt,
-                                std::string_view bos, std::string_view eos) {
-  if (format == ChatFormat::chatml) {
-    return chatml(messages, add_generation_prompt);
+                                const jinja::Dict& extra) const {
+  Inputs in;
+  in.messages = to_jinja(messages);
+  in.add_generation_prompt = add_generation_prompt;
+  in.extra = extra;
+  return render(in);
+}
+
+std::vector<tokenizer::TokenId> ChatTemplate::end_of_turn_tokens(
+    const tokenizer::Tokenizer& tok, const jinja::Dict& extra) const {
+  // Render a user turn and an assistant turn holding a marker; the first
+  // control token after the marker (past whitespace) ends the turn.
+  static constexpr std::string_view kMarker = "\x01nascent-reply\x01";
+  const ChatMessage reply = {"assistant", std::string(kMarker)};
+  // Some templates insist on a system message first.
+  const std::vector<ChatMessage> probes[] = {
+      {{"user", "Hi"}, reply},
+      {{"system", "Be brief."}, {"user", "Hi"}, reply}};
+  std::string text;
+  for (const std::vector<ChatMessage>& probe : probes) {
+    try {
+      text = apply(probe, false, extra);
+      break;
+    } catch (const Error&) {
+    }
   }
-  return llama2(messages, bos, eos);
+  const size_t at = text.find(kMarker);
+  if (at == std::string::npos) return {};
+  const std::string after = text.substr(at + kMarker.size());
+  for (tokenizer::TokenId id : tok.encode(after, false, true)) {
+    const tokenizer::TokenType type = tok.token_type(id);
+    if (type == tokenizer::TokenType::control || type == tokenizer::TokenType::user_defined) {
+      if (id == tok.bos()) return {};
+      return {id};
+    }
+    const std::string piece = tok.token_to_piece(id);
+    if (piece.find_first_not_of(" \t\n") != std::string::npos) return {};
+  }
+  return {};
 }
 
 }  // namespace nascent

@@ -2,6 +2,7 @@
 // already holds), then sample, stream, evaluate the sampled token, repeat.
 #include "nascent/generate/generator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -120,7 +121,10 @@ GenerateResult TextGenerator::generate_tokens(
       r.prompt_ms = ms_since(t_prompt);
       t_gen = Clock::now();
     }
-    if (!options_.ignore_eos && tokenizer_.is_eog(id)) {
+    if (!options_.ignore_eos &&
+        (tokenizer_.is_eog(id) ||
+         std::find(options_.stop_tokens.begin(), options_.stop_tokens.end(),
+                   id) != options_.stop_tokens.end())) {
       r.stop_reason = StopReason::eog;
       break;
     }

@@ -42,6 +42,9 @@ struct GenerateOptions {
   bool parse_special = true;
   // Keep going past end-of-generation tokens.
   bool ignore_eos = false;
+  // More tokens that end generation like EOS (a chat template's end of
+  // turn, ChatTemplate::end_of_turn_tokens).
+  std::vector<tokenizer::TokenId> stop_tokens;
   // Print control tokens' text instead of nothing.
   bool print_special = false;
 };

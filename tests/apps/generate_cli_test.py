@@ -52,13 +52,21 @@ def kv(key, vtype, value):
     return out + struct.pack("<I", code) + struct.pack(fmt, value)
 
 
-def write_model(path, seed=1):
+DEFAULT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n"
+                    "{{ m.content }}<|im_end|>\n{% endfor %}")
+
+
+def write_model(path, seed=1, chat_template=DEFAULT_TEMPLATE,
+                extra_control_tokens=()):
+    """chat_template None: no tokenizer.chat_template key."""
     rng = random.Random(seed)
     d, n_layer, n_head, n_kv, n_ff = 64, 2, 4, 2, 96
     hd = d // n_head
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
     tokens += ["\u2581the", "<|im_start|>", "<|im_end|>"]
     types = [2, 3, 3] + [6] * 256 + [1, 3, 3]
+    tokens += list(extra_control_tokens)
+    types += [3] * len(extra_control_tokens)
     n_vocab = len(tokens)
     meta = [
         kv("general.architecture", "str", "llama"),
@@ -75,10 +83,9 @@ def write_model(path, seed=1):
         kv("tokenizer.ggml.token_type", ("arr", "i32"), types),
         kv("tokenizer.ggml.bos_token_id", "u32", 1),
         kv("tokenizer.ggml.eos_token_id", "u32", 2),
-        kv("tokenizer.chat_template", "str",
-           "{% for m in messages %}<|im_start|>{{ m.role }}\n"
-           "{{ m.content }}<|im_end|>\n{% endfor %}"),
     ]
+    if chat_template is not None:
+        meta.append(kv("tokenizer.chat_template", "str", chat_template))
     shapes = [("token_embd.weight", n_vocab, d, 1.0, 0.0),
               ("output_norm.weight", 1, d, 0.1, 1.0),
               ("output.weight", n_vocab, d, d ** -0.5, 0.0)]

@@ -1,9 +1,13 @@
-// Chat formats: the expected prompts were rendered with Jinja2 from the
-// Hugging Face templates (Meta's Llama-2-chat and ChatML).
+// Chat templates: the expected prompts were rendered with Jinja2 from the
+// Hugging Face templates (Meta's Llama-2-chat and ChatML); the built-in
+// formats must give the same text as the models' own templates.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "nascent/core/error.h"
 #include "nascent/generate/chat_template.h"
+#include "tests/shared_data.h"
 
 namespace nascent::test {
 namespace {
@@ -36,18 +40,19 @@ const std::vector<std::vector<ChatMessage>> kConversations = {
     {{"user", "a"}, {"assistant", "b"}},
 };
 
-TEST(ChatTemplate, DetectsTheFormat) {
-  EXPECT_EQ(detect_chat_format(kLlama2Jinja), ChatFormat::llama2);
-  EXPECT_EQ(detect_chat_format(kChatmlJinja), ChatFormat::chatml);
-  EXPECT_TRUE(is_known_chat_template(kLlama2Jinja));
-  EXPECT_FALSE(is_known_chat_template("{{ messages }}"));
-  EXPECT_EQ(detect_chat_format("{{ messages }}"), ChatFormat::chatml);
-  EXPECT_EQ(detect_chat_format(""), ChatFormat::chatml);
-  EXPECT_EQ(chat_format_from_name("llama2"), ChatFormat::llama2);
-  EXPECT_EQ(chat_format_from_name("llama-2"), ChatFormat::llama2);
-  EXPECT_EQ(chat_format_from_name("chatml"), ChatFormat::chatml);
-  EXPECT_FALSE(chat_format_from_name("zephyr").has_value());
-  EXPECT_EQ(name(ChatFormat::llama2), "llama2");
+std::string render(std::string_view source,
+                   const std::vector<ChatMessage>& chat, bool gen,
+                   std::string bos = "<s>", std::string eos = "</s>") {
+  return ChatTemplate(source, std::move(bos), std::move(eos)).apply(chat, gen);
+}
+
+TEST(ChatTemplate, Builtins) {
+  const std::vector<std::string_view> names = ChatTemplate::builtin_names();
+  for (const char* n : {"chatml", "llama2", "llama3", "gemma", "phi3"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+    EXPECT_TRUE(ChatTemplate::builtin(n).has_value()) << n;
+  }
+  EXPECT_FALSE(ChatTemplate::builtin("zephyr").has_value());
 }
 
 TEST(ChatTemplate, Llama2) {
@@ -59,12 +64,14 @@ TEST(ChatTemplate, Llama2) {
   };
   for (size_t i = 0; i < kConversations.size(); ++i) {
     for (bool gen : {false, true}) {  // llama2 has no generation prompt.
-      EXPECT_EQ(apply_chat_template(ChatFormat::llama2, kConversations[i], gen),
-                expected[i]);
+      EXPECT_EQ(render(kLlama2Jinja, kConversations[i], gen), expected[i]);
+      EXPECT_EQ(
+          render(*ChatTemplate::builtin("llama2"), kConversations[i], gen),
+          expected[i]);
     }
   }
   std::vector<ChatMessage> custom = {{"user", "x"}};
-  EXPECT_EQ(apply_chat_template(ChatFormat::llama2, custom, true, "[B]", "[E]"),
+  EXPECT_EQ(render(kLlama2Jinja, custom, true, "[B]", "[E]"),
             "[B][INST] x [/INST]");
 }
 
@@ -77,29 +84,110 @@ TEST(ChatTemplate, Chatml) {
       "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n",
   };
   for (size_t i = 0; i < kConversations.size(); ++i) {
-    EXPECT_EQ(apply_chat_template(ChatFormat::chatml, kConversations[i], false),
-              expected[i]);
-    EXPECT_EQ(apply_chat_template(ChatFormat::chatml, kConversations[i], true),
-              expected[i] + "<|im_start|>assistant\n");
+    for (std::string_view src :
+         {std::string_view(kChatmlJinja), *ChatTemplate::builtin("chatml")}) {
+      EXPECT_EQ(render(src, kConversations[i], false), expected[i]);
+      EXPECT_EQ(render(src, kConversations[i], true),
+                expected[i] + "<|im_start|>assistant\n");
+    }
   }
+}
+
+TEST(ChatTemplate, Llama3AndExtraVariables) {
+  const std::vector<ChatMessage> chat = {{"system", " S "}, {"user", "U"}};
+  EXPECT_EQ(render(*ChatTemplate::builtin("llama3"), chat, true,
+                   "<|begin_of_text|>", "<|eot_id|>"),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS"
+            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // Extra variables reach the template (--chat-template-kwargs).
+  ChatTemplate t("{{ 'think' if enable_thinking else 'plain' }}", "", "");
+  jinja::Dict extra;
+  extra.set("enable_thinking", jinja::Value(true));
+  EXPECT_EQ(t.apply(chat, true, extra), "think");
+  EXPECT_EQ(t.apply(chat, true), "plain");
+}
+
+TEST(ChatTemplate, ToolsAndTime) {
+  ChatTemplate t(
+      "{{ tools | tojson }}|{{ documents }}|{{ strftime_now('%Y-%m-%d') }}", "",
+      "");
+  ChatTemplate::Inputs in;
+  in.messages = jinja::Value(jinja::List{});
+  in.tools = jinja::parse_json(R"([{"name": "f"}])", "tools");
+  in.now = 86400 * 365;  // 1971-01-01 in UTC; a day either side locally.
+  const std::string out = t.render(in);
+  EXPECT_TRUE(out.starts_with("[{\"name\": \"f\"}]|None|197")) << out;
 }
 
 TEST(ChatTemplate, Llama2RolesMustAlternate) {
   std::vector<ChatMessage> twice = {{"user", "a"}, {"user", "b"}};
   try {
-    apply_chat_template(ChatFormat::llama2, twice, true);
+    render(*ChatTemplate::builtin("llama2"), twice, true);
     ADD_FAILURE();
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("message 1 has role 'user'"),
-              std::string::npos)
+  } catch (const jinja::TemplateException& e) {
+    EXPECT_NE(std::string(e.what()).find("roles must be"), std::string::npos)
         << e.what();
   }
+  // Meta's template drops a late system message; the built-in says so.
   std::vector<ChatMessage> late_system = {{"user", "a"}, {"system", "b"}};
-  EXPECT_THROW(apply_chat_template(ChatFormat::llama2, late_system, true),
+  EXPECT_EQ(render(kLlama2Jinja, late_system, true), "<s>[INST] a [/INST]");
+  EXPECT_THROW(render(*ChatTemplate::builtin("llama2"), late_system, true),
                ValueError);
   std::vector<ChatMessage> assistant_first = {{"assistant", "a"}};
-  EXPECT_THROW(apply_chat_template(ChatFormat::llama2, assistant_first, true),
-               ValueError);
+  EXPECT_THROW(render(kLlama2Jinja, assistant_first, true), ValueError);
+}
+
+TEST(ChatTemplate, BadTemplateNamesTheLine) {
+  try {
+    ChatTemplate("line one\n{% for x in messages %}\n{{ x }", "", "");
+    ADD_FAILURE();
+  } catch (const jinja::TemplateError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The token that ends an assistant turn, found by rendering one: the
+// vocabularies' own control tokens.
+TEST(ChatTemplate, EndOfTurnTokens) {
+  NASCENT_SHARED_FILE_OR_SKIP(qwen_path, "tokenizer/ggml-vocab-qwen2.gguf");
+  NASCENT_SHARED_FILE_OR_SKIP(llama_path,
+                              "tokenizer/ggml-vocab-llama-bpe.gguf");
+  const tokenizer::Tokenizer qwen = tokenizer::Tokenizer::from_gguf_file(qwen_path);
+  const tokenizer::Tokenizer llama = tokenizer::Tokenizer::from_gguf_file(llama_path);
+  auto names = [](const tokenizer::Tokenizer& tok, const ChatTemplate& t) {
+    std::vector<std::string> out;
+    for (tokenizer::TokenId id : t.end_of_turn_tokens(tok)) {
+      out.push_back(tok.token_text(id));
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen)), Names{"<|im_end|>"});
+  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen, "chatml")),
+            Names{"<|im_end|>"});
+  EXPECT_EQ(names(llama, ChatTemplate::for_model(llama, "llama3")),
+            Names{"<|eot_id|>"});
+  // A template that wants a system message first is probed with one.
+  const ChatTemplate strict(
+      "{% if messages[0].role != 'system' %}{{ raise_exception('system') }}"
+      "{% endif %}{% for m in messages %}{{ m.content }}<|im_end|>"
+      "{% endfor %}",
+      "", "");
+  EXPECT_EQ(names(qwen, strict), Names{"<|im_end|>"});
+  // Text after the reply before any control token: no end-of-turn token
+  // (EOS alone ends the reply), as when the template writes none.
+  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }} END"
+                           "<|im_end|>{% endfor %}",
+                           "", "")
+                  .end_of_turn_tokens(qwen)
+                  .empty());
+  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }}\n"
+                           "{% endfor %}",
+                           "", "")
+                  .end_of_turn_tokens(qwen)
+                  .empty());
 }
 
 }  // namespace

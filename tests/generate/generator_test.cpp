@@ -160,6 +160,28 @@ TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
   EXPECT_EQ(more.tokens, want.tokens);
 }
 
+// GenerateOptions::stop_tokens (a chat template's end of turn) end a reply
+// as EOS does: the token is the last one kept and its text is not shown.
+TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
+  GenerateOptions o = greedy(12);
+  o.ignore_eos = false;
+  const GenerateResult free_run = make(o).generate("the");
+  ASSERT_EQ(free_run.tokens.size(), 12u);  // No EOS in the greedy run.
+  const tokenizer::TokenId stop = free_run.tokens[5];
+  const size_t first =
+      size_t(std::find(free_run.tokens.begin(), free_run.tokens.end(), stop) -
+             free_run.tokens.begin());
+  o.stop_tokens = {stop};
+  const GenerateResult r = make(o).generate("the");
+  EXPECT_EQ(r.stop_reason, StopReason::eog);
+  EXPECT_EQ(r.tokens,
+            std::vector<tokenizer::TokenId>(free_run.tokens.begin(),
+                                 free_run.tokens.begin() + first + 1));
+  // ignore_eos keeps going past them too.
+  o.ignore_eos = true;
+  EXPECT_EQ(make(o).generate("the").tokens, free_run.tokens);
+}
+
 TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
   TextGenerator gen = make(greedy(-1));
   const std::vector<tokenizer::TokenId> prompt(60, 5);

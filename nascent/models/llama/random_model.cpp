@@ -160,6 +160,9 @@ gguf::Metadata random_model_metadata(const RandomModelConfig& c) {
           "random model: {} has no tokenizer.ggml.tokens", c.vocab_file));
     }
   }
+  if (!c.chat_template.empty()) {
+    vocab.set("tokenizer.chat_template", gguf::Value(c.chat_template));
+  }
   Config model;
   model.arch = "llama";
   model.n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());

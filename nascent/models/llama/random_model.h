@@ -39,6 +39,9 @@ struct RandomModelConfig {
   // ggml-vocab-llama-spm.gguf, the 32000-token llama-2 vocabulary); when
   // empty a SentencePiece vocabulary of n_vocab tokens is synthesised.
   std::string vocab_file;
+  // Jinja source written as tokenizer.chat_template (replacing the vocab
+  // file's); empty: the vocab file's, if any.
+  std::string chat_template;
 };
 
 // The tokenizer.* keys of a valid SentencePiece ("llama") vocabulary of
