@@ -31,15 +31,6 @@ constexpr std::array<QuantTypeInfo, kNumQuantTypes> kInfo = {{
     {QuantType::q8_k, "q8_K", 15, 256, 292},
 }};
 
-void check_row(const char* op, QuantType type, int64_t n) {
-  const int64_t bs = block_size(type);
-  if (n < 0 || n % bs != 0) {
-    throw ShapeError(
-        fmt::format("{}: a {} row holds a multiple of {} values, got {}", op,
-                    name(type), bs, n));
-  }
-}
-
 }  // namespace
 
 const QuantTypeInfo& info(QuantType type) {
@@ -67,8 +58,17 @@ std::optional<QuantType> quant_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+void check_whole_blocks(const char* op, QuantType type, int64_t n) {
+  const int64_t bs = block_size(type);
+  if (n < 0 || n % bs != 0) {
+    throw ShapeError(
+        fmt::format("{}: a {} row holds a multiple of {} values, got {}", op,
+                    name(type), bs, n));
+  }
+}
+
 size_t row_bytes(QuantType type, int64_t n) {
-  check_row("row_bytes", type, n);
+  check_whole_blocks("row_bytes", type, n);
   const int64_t blocks = n / block_size(type);
   if (blocks > std::numeric_limits<int64_t>::max() / block_bytes(type)) {
     throw ValueError(

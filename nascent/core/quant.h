@@ -65,5 +65,8 @@ std::optional<QuantType> quant_type_from_name(std::string_view name);
 // a non-negative multiple of the block size; ValueError if the byte count
 // overflows.
 size_t row_bytes(QuantType type, int64_t n);
+// ShapeError naming `op`, the type and n unless n is a non-negative
+// multiple of the block size.
+void check_whole_blocks(const char* op, QuantType type, int64_t n);
 
 }  // namespace nascent

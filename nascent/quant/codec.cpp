@@ -10,21 +10,8 @@
 
 namespace nascent::quant {
 
-namespace {
-
-void check_row(const char* op, QuantType type, int64_t n) {
-  const int64_t bs = block_size(type);
-  if (n < 0 || n % bs != 0) {
-    throw ShapeError(
-        fmt::format("{}: a {} row holds a multiple of {} values, got {}", op,
-                    name(type), bs, n));
-  }
-}
-
-}  // namespace
-
 void quantize_row(QuantType type, const float* src, void* dst, int64_t n) {
-  check_row("quantize_row", type, n);
+  check_whole_blocks("quantize_row", type, n);
   auto* out = static_cast<uint8_t*>(dst);
   const int64_t blocks = n / block_size(type);
   switch (type) {
@@ -58,7 +45,7 @@ void quantize_row(QuantType type, const float* src, void* dst, int64_t n) {
 }
 
 void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
-  check_row("dequantize_row", type, n);
+  check_whole_blocks("dequantize_row", type, n);
   const auto* in = static_cast<const uint8_t*>(src);
   const int64_t blocks = n / block_size(type);
   switch (type) {
