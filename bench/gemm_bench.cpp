@@ -36,7 +36,7 @@
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>
 
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace {

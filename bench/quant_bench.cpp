@@ -85,7 +85,7 @@ std::vector<uint8_t> make_weights(QuantType type, int64_t n, int64_t k) {
   std::vector<float> w(size_t(64 * k));
   for (float& v : w) v = normal(rng);
   std::vector<uint8_t> rows(64 * rb);
-  nascent::quantize_row(type, w.data(), rows.data(), 64 * k);
+  nascent::quant::quantize_row(type, w.data(), rows.data(), 64 * k);
   std::vector<uint8_t> out(size_t(n) * rb);
   for (int64_t j = 0; j < n; ++j) {
     std::memcpy(out.data() + size_t(j) * rb, rows.data() + size_t(j % 64) * rb,

@@ -8,10 +8,12 @@
 #
 #   scripts/cuda_device_run.sh BIN_DIR
 #
-# BIN_DIR holds nascent_tests, cuda_bench, train_bench and nascent (and, in
-# lib/, shared libraries they need that the machine lacks); DATA, when set,
+# BIN_DIR holds nascent_tests, cuda_bench, train_bench, nascent and
+# nascent_onnx_node_suite (and, in lib/, shared libraries they need that the
+# machine lacks); DATA, when set,
 # is a folder with Fashion-MNIST's IDX files for a `nascent train` on the
-# GPU. STAGES picks stages (default "tests bench conv train llama sanitize";
+# GPU; ONNX_DATA, folders of ONNX cases (the onnx stage, below). STAGES
+# picks stages (default "tests onnx bench conv train llama sanitize";
 # a device
 # call lasts at most 10 minutes, so two calls may split them). Each stage has
 # its own time limit, so a hang in one still leaves the others' logs.
@@ -58,7 +60,7 @@ sharded() {
   rm -f "$out/$name".*.log
 }
 
-stages=" ${STAGES:-tests bench conv train llama sanitize} "
+stages=" ${STAGES:-tests onnx bench conv train llama sanitize} "
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 export NASCENT_NUM_THREADS=2
@@ -79,6 +81,24 @@ for conv in ${CONV_ALT:-cudnn im2col64}; do
     "$bin/nascent_tests" --gtest_filter="$convs" --gtest_brief=1 \
     > "$out/tests_$conv.log" 2>&1
   grep -aE "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$out/tests_$conv.log"
+done
+
+fi
+
+# ONNX import on the GPU: ONNX's node test cases and the PyTorch-exported
+# models, each folder of ONNX_DATA in the node tests' layout (made on a
+# machine with the onnx venv: build/release/tests/onnx-node-data/node, and
+# tests/onnx/torch_export_test.py BIN --write-cases DIR).
+if want onnx; then
+echo "=== onnx ==="
+if [[ -z "${ONNX_DATA:-}" ]]; then
+  echo "skipped: ONNX_DATA names no folders of cases"
+fi
+for dir in ${ONNX_DATA:-}; do
+  timeout 300 "$bin/nascent_onnx_node_suite" "$dir" --device cuda -v \
+    > "$out/onnx_$(basename "$dir").log" 2>&1
+  echo "$dir: exit $?"
+  grep -av "^ok \|^unsupported " "$out/onnx_$(basename "$dir").log" | tail -20
 done
 
 fi

@@ -53,7 +53,7 @@ def main():
               "// (Python {}.{}); do not edit.\n".format(
                   unicodedata.unidata_version, *sys.version_info[:2]))
     out.write('#include "nascent/tokenizer/unicode.h"\n\n')
-    out.write("namespace nascent::unicode::detail {\n\n")
+    out.write("namespace nascent::tokenizer::unicode::detail {\n\n")
     out.write("extern const uint32_t kRanges[];\n"
               "extern const size_t kNumRanges;\n"
               "extern const char kUnicodeVersion[];\n\n")
@@ -69,7 +69,7 @@ def main():
               "sizeof(kRanges[0]);\n")
     out.write('const char kUnicodeVersion[] = "{}";\n\n'.format(
         unicodedata.unidata_version))
-    out.write("}  // namespace nascent::unicode::detail\n")
+    out.write("}  // namespace nascent::tokenizer::unicode::detail\n")
 
 
 if __name__ == "__main__":

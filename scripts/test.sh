@@ -49,6 +49,9 @@ fi
 step peer-setup bash scripts/setup_peer.sh
 # Tokenizer vectors and chat templates from a PyPI source distribution.
 step testdata bash scripts/setup_testdata.sh
+# The pinned onnx (node test cases) and onnxruntime (benchmark peer) in
+# build/onnx-venv; the ONNX tests fail under CI without them.
+step onnx-setup bash scripts/setup_onnx.sh
 step build native_build
 # The README's benchmark preset must configure after the set-up (its peers,
 # OpenBLAS and oneDNN, are found); building it is left to bench runs.

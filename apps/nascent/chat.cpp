@@ -32,7 +32,8 @@ struct ChatArgs {
 int chat(const ChatArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = cli::load_model(a.model);
-  Tokenizer tok = Tokenizer::from_gguf(model->file().metadata());
+  tokenizer::Tokenizer tok =
+      tokenizer::Tokenizer::from_gguf(model->file().metadata());
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
@@ -63,7 +64,7 @@ int chat(const ChatArgs& a) {
     in.add_generation_prompt = true;
     in.extra = kwargs;
     const std::string prompt = cli::render_chat(tmpl, in, "chat");
-    const std::vector<TokenId> ids =
+    const std::vector<tokenizer::TokenId> ids =
         cli::encode_chat_prompt(tok, prompt, a.tmpl.verbose_prompt);
     const GenerateResult r =
         gen.generate_tokens(ids, [](std::string_view text) {

@@ -51,7 +51,8 @@ std::string chat_template_source(const std::string& file_or_name) {
   return read_text(file_or_name, "--chat-template");
 }
 
-ChatTemplate load_chat_template(const Tokenizer& tok, const ChatTemplateArgs& a,
+ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
+                                const ChatTemplateArgs& a,
                                 const char* command) {
   const std::string source = a.chat_template.empty()
                                  ? std::string()
@@ -91,13 +92,12 @@ std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
   }
 }
 
-std::vector<TokenId> encode_chat_prompt(const Tokenizer& tok,
-                                        const std::string& prompt,
-                                        bool verbose) {
+std::vector<tokenizer::TokenId> encode_chat_prompt(
+    const tokenizer::Tokenizer& tok, const std::string& prompt, bool verbose) {
   const bool add_bos =
-      tok.add_bos() &&
-      !(tok.bos() != kNoToken && prompt.starts_with(tok.token_text(tok.bos())));
-  std::vector<TokenId> ids = tok.encode(prompt, add_bos, true);
+      tok.add_bos() && !(tok.bos() != tokenizer::kNoToken &&
+                         prompt.starts_with(tok.token_text(tok.bos())));
+  std::vector<tokenizer::TokenId> ids = tok.encode(prompt, add_bos, true);
   if (verbose) {
     fmt::print(stderr, "prompt ({} tokens):\n{}\n[end of prompt]\n", ids.size(),
                prompt);
@@ -105,9 +105,10 @@ std::vector<TokenId> encode_chat_prompt(const Tokenizer& tok,
   return ids;
 }
 
-void print_stop_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
+void print_stop_tokens(const tokenizer::Tokenizer& tok,
+                       const std::vector<tokenizer::TokenId>& ids) {
   std::vector<std::string> names;
-  for (TokenId id : ids) {
+  for (tokenizer::TokenId id : ids) {
     names.push_back(fmt::format("{} '{}'", id, tok.token_text(id)));
   }
   fmt::print(stderr, "end-of-turn tokens: {}\n",

@@ -32,10 +32,10 @@ int render(const RenderArgs& a) {
   std::string source;
   std::string bos = a.bos, eos = a.eos;
   if (!a.model.empty()) {
-    Tokenizer tok = Tokenizer::from_gguf_file(a.model);
+    tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(a.model);
     if (a.template_arg.empty()) source = tok.chat_template();
-    if (tok.bos() != kNoToken) bos = tok.token_text(tok.bos());
-    if (tok.eos() != kNoToken) eos = tok.token_text(tok.eos());
+    if (tok.bos() != tokenizer::kNoToken) bos = tok.token_text(tok.bos());
+    if (tok.eos() != tokenizer::kNoToken) eos = tok.token_text(tok.eos());
     if (source.empty() && a.template_arg.empty()) {
       throw ValueError(fmt::format(
           "chat-template: {} has no tokenizer.chat_template", a.model));

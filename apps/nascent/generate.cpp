@@ -39,8 +39,8 @@ struct GenerateArgs {
   cli::ChatTemplateArgs tmpl;
 };
 
-std::vector<TokenId> parse_ids(const std::string& text) {
-  std::vector<TokenId> ids;
+std::vector<tokenizer::TokenId> parse_ids(const std::string& text) {
+  std::vector<tokenizer::TokenId> ids;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -56,7 +56,7 @@ std::vector<TokenId> parse_ids(const std::string& text) {
       throw ValueError(
           fmt::format("generate: --tokens: '{}' is not a token id", item));
     }
-    ids.push_back(TokenId(v));
+    ids.push_back(tokenizer::TokenId(v));
   }
   return ids;
 }
@@ -69,7 +69,8 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void dump_logits(llama::Model& model, const std::vector<TokenId>& ids,
+void dump_logits(llama::Model& model,
+                 const std::vector<tokenizer::TokenId>& ids,
                  const std::string& path) {
   const std::vector<float> logits =
       model.forward(ids, 0, llama::LogitsMode::all).to_vector<float>();
@@ -83,13 +84,14 @@ void dump_logits(llama::Model& model, const std::vector<TokenId>& ids,
 int generate(const GenerateArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = cli::load_model(a.model);
-  Tokenizer tokenizer = Tokenizer::from_gguf(model->file().metadata());
+  tokenizer::Tokenizer tokenizer =
+      tokenizer::Tokenizer::from_gguf(model->file().metadata());
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
 
   GenerateOptions options = cli::generate_options(a.model);
-  std::vector<TokenId> ids;
+  std::vector<tokenizer::TokenId> ids;
   if (a.chat) {
     if (!a.tokens.empty()) {
       throw ValueError("generate: --chat takes -p or -f, not --tokens");

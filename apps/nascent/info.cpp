@@ -33,14 +33,16 @@ void print_tokenizer(const nascent::gguf::Metadata& m) {
   using namespace nascent;
   if (!m.contains("tokenizer.ggml.model")) return;
   try {
-    Tokenizer t = Tokenizer::from_gguf(m);
-    auto id = [&](TokenId i) {
-      return i == kNoToken ? std::string("none")
-                           : fmt::format("{} '{}'", i, t.token_text(i));
+    tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(m);
+    auto id = [&](tokenizer::TokenId i) {
+      return i == tokenizer::kNoToken
+                 ? std::string("none")
+                 : fmt::format("{} '{}'", i, t.token_text(i));
     };
     fmt::print("\ntokenizer: {}, {} tokens, BOS {}, EOS {}, EOT {}{}\n",
-               t.model() == TokenizerModel::spm ? "SentencePiece (llama)"
-                                                : "byte-level BPE (gpt2)",
+               t.model() == tokenizer::TokenizerModel::spm
+                   ? "SentencePiece (llama)"
+                   : "byte-level BPE (gpt2)",
                t.size(), id(t.bos()), id(t.eos()), id(t.eot()),
                t.add_bos() ? ", adds BOS" : "");
     const std::string& tmpl = t.chat_template();
@@ -50,7 +52,8 @@ void print_tokenizer(const nascent::gguf::Metadata& m) {
       try {
         const ChatTemplate ct = ChatTemplate::for_model(t);
         std::vector<std::string> eot;
-        for (TokenId i : ct.end_of_turn_tokens(t)) eot.push_back(id(i));
+        for (tokenizer::TokenId i : ct.end_of_turn_tokens(t))
+          eot.push_back(id(i));
         fmt::print("chat template: Jinja, {} bytes, end of turn {}\n",
                    tmpl.size(),
                    eot.empty() ? std::string("EOS only")

@@ -49,7 +49,7 @@ int tokenize(const TokenizeArgs& a) {
         "tokenize: give the text with one of -p/--prompt, "
         "-f/--file or --stdin");
   }
-  Tokenizer tok = Tokenizer::from_gguf_file(a.model);
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(a.model);
   std::string text;
   if (a.file_opt->count()) {
     std::ifstream in(a.file, std::ios::binary);
@@ -67,7 +67,8 @@ int tokenize(const TokenizeArgs& a) {
   // As llama-tokenize: BOS (and EOS) when the model adds them, unless
   // --no-bos.
   bool add_special = tok.add_bos() && !a.no_bos;
-  std::vector<TokenId> ids = tok.encode(text, add_special, !a.no_parse_special);
+  std::vector<tokenizer::TokenId> ids =
+      tok.encode(text, add_special, !a.no_parse_special);
   if (a.ids) {
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -75,7 +76,7 @@ int tokenize(const TokenizeArgs& a) {
     }
     fmt::print("{}]\n", line);
   } else {
-    for (TokenId id : ids) {
+    for (tokenizer::TokenId id : ids) {
       std::string piece = tok.token_to_piece(id, true);
       std::string shown = sanitize_utf8(piece);
       fmt::print("{:6} -> '{}'{}\n", id, shown,

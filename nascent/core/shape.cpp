@@ -9,25 +9,53 @@
 
 namespace nascent {
 
+namespace {
+
+// a * b for a, b >= 0; false when it exceeds INT64_MAX.
+bool checked_mul(int64_t a, int64_t b, int64_t* out) {
+  if (b != 0 && a > INT64_MAX / b) return false;
+  *out = a * b;
+  return true;
+}
+
+}  // namespace
+
 std::string to_string(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 int64_t checked_numel(const Shape& shape, const char* op) {
-  int64_t n = 1;
+  // `span` is the product with zeros counted as ones: the largest stride
+  // times its dimension. It bounds the element count, so one check covers
+  // both.
+  int64_t span = 1;
+  const bool zero = std::find(shape.begin(), shape.end(), 0) != shape.end();
   for (int64_t d : shape) {
     if (d < 0) {
       throw ValueError(fmt::format("{}: negative dimension in shape {}", op,
                                    to_string(shape)));
     }
-    if (d != 0 && n > INT64_MAX / d) {
+    if (!checked_mul(span, std::max<int64_t>(d, 1), &span)) {
       throw ValueError(
-          fmt::format("{}: shape {} has more elements than int64 can count", op,
-                      to_string(shape)));
+          zero ? fmt::format("{}: shape {} has strides that int64 cannot hold",
+                             op, to_string(shape))
+               : fmt::format("{}: shape {} has more elements than int64 can "
+                             "count",
+                             op, to_string(shape)));
     }
-    n *= d;
   }
-  return n;
+  return zero ? 0 : span;
+}
+
+bool shape_fits_int64(std::span<const uint64_t> dims) {
+  int64_t span = 1;
+  for (uint64_t d : dims) {
+    if (d > uint64_t(INT64_MAX) ||
+        !checked_mul(span, std::max<int64_t>(int64_t(d), 1), &span)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Strides contiguous_strides(const Shape& shape) {
@@ -35,7 +63,13 @@ Strides contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    // The product past the first dimension is no stride: not computed, so
+    // that a shape whose strides fit never overflows here.
+    if (i > 0 && !checked_mul(acc, std::max<int64_t>(shape[i], 1), &acc)) {
+      throw ValueError(fmt::format(
+          "contiguous_strides: shape {} has strides that int64 cannot hold",
+          to_string(shape)));
+    }
   }
   return s;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,25 @@ using Strides = std::vector<int64_t>;
 
 std::string to_string(const Shape& shape);
 
-// Number of elements; raises ValueError naming `op` for a negative size or a
-// count that does not fit in int64.
+// Number of elements; raises ValueError naming `op` for a negative size, or
+// for a shape whose element count or contiguous strides do not fit in int64.
+// Strides are products of dimensions with zeros counted as ones, so a shape
+// such as [0, 2^32, 2^32] is rejected although it holds no element.
 int64_t checked_numel(const Shape& shape, const char* op);
+
+// Whether dimensions read from a file make a shape that checked_numel
+// accepts: each at most INT64_MAX and their product, zeros counted as ones,
+// too. Readers call it before converting the dimensions to a Shape, so that
+// they can raise their own FormatError.
+bool shape_fits_int64(std::span<const uint64_t> dims);
 inline int64_t numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
+// Row-major strides; ValueError if one would overflow int64 (never for a
+// shape that checked_numel accepted).
 Strides contiguous_strides(const Shape& shape);
 
 // NumPy broadcasting of two shapes; ShapeError naming `op` if they clash.

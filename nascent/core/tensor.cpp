@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,16 +11,26 @@ namespace nascent {
 
 namespace {
 
-// The element range [lowest, highest] a view touches, relative to storage.
-std::pair<int64_t, int64_t> extent(const Shape& shape, const Strides& strides,
-                                   int64_t offset) {
+// The element range [lowest, highest] a view touches, relative to storage;
+// nullopt when computing it overflows int64 (such a view reaches outside
+// any storage).
+std::optional<std::pair<int64_t, int64_t>> extent(const Shape& shape,
+                                                  const Strides& strides,
+                                                  int64_t offset) {
   int64_t lo = offset, hi = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) return {offset, offset - 1};
-    int64_t span = (shape[i] - 1) * strides[i];
+    if (shape[i] == 0) return std::pair{offset, offset - 1};
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t n = shape[i] - 1, s = strides[i];  // n >= 0.
+    if (n != 0 && (s > INT64_MAX / n || s < INT64_MIN / n)) return std::nullopt;
+    const int64_t span = n * s;
+    if (span < 0 ? lo < INT64_MIN - span : hi > INT64_MAX - span) {
+      return std::nullopt;
+    }
     (span < 0 ? lo : hi) += span;
   }
-  return {lo, hi};
+  return std::pair{lo, hi};
 }
 
 }  // namespace
@@ -32,8 +43,15 @@ Tensor Tensor::make(Shape shape, Strides strides, int64_t offset, DType dtype,
                                  strides.size(), nascent::to_string(shape)));
   }
   if (!data) throw BackendError("Tensor::make: no storage given");
-  auto [lo, hi] = extent(shape, strides, offset);
+  auto range = extent(shape, strides, offset);
+  auto [lo, hi] = range.value_or(std::pair{int64_t(-1), int64_t(-1)});
   int64_t capacity = int64_t(data->nbytes() / size_of(dtype));
+  if (n > 0 && !range) {
+    throw ShapeError(fmt::format(
+        "Tensor::make: view {} with strides [{}] and offset {} reaches "
+        "elements beyond int64",
+        nascent::to_string(shape), fmt::join(strides, ", "), offset));
+  }
   if (n > 0 && (lo < 0 || hi >= capacity)) {
     throw ShapeError(fmt::format(
         "Tensor::make: view {} with strides [{}] and offset {} reaches "

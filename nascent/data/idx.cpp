@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nascent/core/ops.h"
 #include "nascent/data/gzip_file.h"
@@ -74,8 +75,9 @@ IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
   const uint64_t itemsize = size_of(out.dtype);
   uint64_t nbytes = itemsize;
   bool zero = false, over = false;
-  for (size_t i = 0; i < rank; ++i) {
-    uint64_t d = big_endian_u32(&dims[4 * i]);
+  std::vector<uint64_t> udims(rank);
+  for (size_t i = 0; i < rank; ++i) udims[i] = big_endian_u32(&dims[4 * i]);
+  for (uint64_t d : udims) {
     out.shape.push_back(int64_t(d));
     if (d == 0) {
       zero = true;
@@ -90,6 +92,13 @@ IdxArray read_idx(const std::string& path, uint64_t max_bytes) {
     bad(path, fmt::format("shape {} of {} claims more than the limit of {} "
                           "bytes",
                           to_string(out.shape), name(out.dtype), max_bytes));
+  }
+  // Even with a zero dimension (no data), the others must give strides
+  // that int64 holds (dims 0 x 0xFFFFFFFF x 0xFFFFFFFF do not).
+  if (!shape_fits_int64(udims)) {
+    bad(path, fmt::format("shape {} is too large: its element count or "
+                          "strides overflow int64",
+                          to_string(out.shape)));
   }
 
   // Grow as the data arrives: a truncated file costs only what it holds.

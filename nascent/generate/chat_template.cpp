@@ -75,8 +75,9 @@ constexpr Builtin kBuiltins[] = {
      "{%- else %}{{- eos_token }}{%- endif %}"},
 };
 
-std::string token_text_or_empty(const Tokenizer& tok, TokenId id) {
-  return id == kNoToken ? std::string() : tok.token_text(id);
+std::string token_text_or_empty(const tokenizer::Tokenizer& tok,
+                                tokenizer::TokenId id) {
+  return id == tokenizer::kNoToken ? std::string() : tok.token_text(id);
 }
 
 }  // namespace
@@ -112,7 +113,7 @@ std::optional<std::string_view> ChatTemplate::builtin(std::string_view name) {
   return std::nullopt;
 }
 
-ChatTemplate ChatTemplate::for_model(const Tokenizer& tok,
+ChatTemplate ChatTemplate::for_model(const tokenizer::Tokenizer& tok,
                                      std::string_view override_source) {
   std::string_view source = override_source;
   if (auto b = builtin(source)) source = *b;
@@ -149,8 +150,8 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
   return render(in);
 }
 
-std::vector<TokenId> ChatTemplate::end_of_turn_tokens(
-    const Tokenizer& tok, const jinja::Dict& extra) const {
+std::vector<tokenizer::TokenId> ChatTemplate::end_of_turn_tokens(
+    const tokenizer::Tokenizer& tok, const jinja::Dict& extra) const {
   // Render a user turn and an assistant turn holding a marker; the first
   // control token after the marker (past whitespace) ends the turn.
   static constexpr std::string_view kMarker = "\x01nascent-reply\x01";
@@ -170,9 +171,10 @@ std::vector<TokenId> ChatTemplate::end_of_turn_tokens(
   const size_t at = text.find(kMarker);
   if (at == std::string::npos) return {};
   const std::string after = text.substr(at + kMarker.size());
-  for (TokenId id : tok.encode(after, false, true)) {
-    const TokenType type = tok.token_type(id);
-    if (type == TokenType::control || type == TokenType::user_defined) {
+  for (tokenizer::TokenId id : tok.encode(after, false, true)) {
+    const tokenizer::TokenType type = tok.token_type(id);
+    if (type == tokenizer::TokenType::control ||
+        type == tokenizer::TokenType::user_defined) {
       if (id == tok.bos()) return {};
       return {id};
     }

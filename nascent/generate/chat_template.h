@@ -46,7 +46,7 @@ class ChatTemplate {
   // The model's template (name_or_source empty) or an override: a built-in
   // name or Jinja source. bos/eos come from the vocabulary. ValueError when
   // the model has no template and none is given, saying how to give one.
-  static ChatTemplate for_model(const Tokenizer& tok,
+  static ChatTemplate for_model(const tokenizer::Tokenizer& tok,
                                 std::string_view override_source = {});
 
   struct Inputs {
@@ -65,8 +65,8 @@ class ChatTemplate {
   // first control token after an assistant message: <|im_end|>, <|eot_id|>,
   // <end_of_turn>, </s>...); generation stops at them beside EOS. Empty
   // when there is none or a probe conversation does not render.
-  std::vector<TokenId> end_of_turn_tokens(const Tokenizer& tok,
-                                          const jinja::Dict& extra = {}) const;
+  std::vector<tokenizer::TokenId> end_of_turn_tokens(
+      const tokenizer::Tokenizer& tok, const jinja::Dict& extra = {}) const;
 
   const std::string& source() const { return source_; }
 

@@ -33,7 +33,8 @@ double GenerateResult::tokens_per_s() const {
 }
 
 TextGenerator::TextGenerator(std::shared_ptr<llama::Model> model,
-                             Tokenizer tokenizer, GenerateOptions options)
+                             tokenizer::Tokenizer tokenizer,
+                             GenerateOptions options)
     : model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       options_(std::move(options)),
@@ -61,13 +62,13 @@ void TextGenerator::reset() {
 
 GenerateResult TextGenerator::generate(std::string_view prompt,
                                        const TextCallback& on_text) {
-  const std::vector<TokenId> ids =
+  const std::vector<tokenizer::TokenId> ids =
       tokenizer_.encode(prompt, options_.add_special, options_.parse_special);
   return generate_tokens(ids, on_text);
 }
 
-GenerateResult TextGenerator::generate_tokens(std::span<const TokenId> prompt,
-                                              const TextCallback& on_text) {
+GenerateResult TextGenerator::generate_tokens(
+    std::span<const tokenizer::TokenId> prompt, const TextCallback& on_text) {
   const int64_t n_ctx = model_->n_ctx();
   if (prompt.empty() || int64_t(prompt.size()) > n_ctx) {
     throw ValueError(fmt::format(
@@ -87,7 +88,7 @@ GenerateResult TextGenerator::generate_tokens(std::span<const TokenId> prompt,
   if (int64_t(common) > model_->n_past()) common = size_t(model_->n_past());
   cached_.resize(common);
   sampler_.reset();
-  for (const TokenId id : prompt) sampler_.accept(id);
+  for (const tokenizer::TokenId id : prompt) sampler_.accept(id);
 
   const auto t_prompt = Clock::now();
   Tensor logits = model_->forward(prompt.subspan(common), int64_t(common));
@@ -112,7 +113,7 @@ GenerateResult TextGenerator::generate_tokens(std::span<const TokenId> prompt,
     const std::vector<float> row = logits.to_vector<float>();
     // A model may have more rows than the vocabulary has tokens (padding):
     // those ids have no text and are never sampled.
-    const TokenId id =
+    const tokenizer::TokenId id =
         sampler_.sample(std::span<const float>(row).first(tokenizer_.size()));
     sampler_.accept(id);
     r.tokens.push_back(id);
@@ -144,7 +145,7 @@ GenerateResult TextGenerator::generate_tokens(std::span<const TokenId> prompt,
       r.stop_reason = StopReason::context_full;
       break;
     }
-    const TokenId next[1] = {id};
+    const tokenizer::TokenId next[1] = {id};
     logits = model_->forward(next, int64_t(cached_.size()));
     cached_.push_back(id);
     ++r.n_generation_eval;

@@ -44,7 +44,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   // More tokens that end generation like EOS (a chat template's end of
   // turn, ChatTemplate::end_of_turn_tokens).
-  std::vector<TokenId> stop_tokens;
+  std::vector<tokenizer::TokenId> stop_tokens;
   // Print control tokens' text instead of nothing.
   bool print_special = false;
 };
@@ -58,9 +58,10 @@ enum class StopReason {
 };
 
 struct GenerateResult {
-  std::vector<TokenId> prompt_tokens;
-  std::vector<TokenId> tokens;  // Sampled tokens (the end token included).
-  std::string text;             // What the callback was given, joined.
+  std::vector<tokenizer::TokenId> prompt_tokens;
+  std::vector<tokenizer::TokenId>
+      tokens;        // Sampled tokens (the end token included).
+  std::string text;  // What the callback was given, joined.
   StopReason stop_reason = StopReason::max_tokens;
   int64_t n_prompt_eval = 0;      // Prompt tokens evaluated (not cached).
   double prompt_ms = 0.0;         // Prompt evaluation and the first sample.
@@ -77,8 +78,8 @@ using TextCallback = std::function<bool(std::string_view text)>;
 class TextGenerator {
  public:
   // ValueError for bad options (see Sampler, StopStrings).
-  TextGenerator(std::shared_ptr<llama::Model> model, Tokenizer tokenizer,
-                GenerateOptions options = {});
+  TextGenerator(std::shared_ptr<llama::Model> model,
+                tokenizer::Tokenizer tokenizer, GenerateOptions options = {});
 
   // Tokenizes the prompt (options().add_special, parse_special) and
   // generates.
@@ -87,26 +88,28 @@ class TextGenerator {
   // Generates after these prompt tokens. The longest prefix of them the KV
   // cache already holds is reused (at least the last one is evaluated).
   // ValueError for an empty prompt or one longer than the context.
-  GenerateResult generate_tokens(std::span<const TokenId> prompt,
+  GenerateResult generate_tokens(std::span<const tokenizer::TokenId> prompt,
                                  const TextCallback& on_text = {});
 
   // Forgets the cache and the sampler's history.
   void reset();
   // The tokens the model's KV cache holds, in order.
-  const std::vector<TokenId>& cached_tokens() const { return cached_; }
+  const std::vector<tokenizer::TokenId>& cached_tokens() const {
+    return cached_;
+  }
 
   llama::Model& model() { return *model_; }
-  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
   const GenerateOptions& options() const { return options_; }
   // Changes the options for the next call (the sampler restarts).
   void set_options(GenerateOptions options);
 
  private:
   std::shared_ptr<llama::Model> model_;
-  Tokenizer tokenizer_;
+  tokenizer::Tokenizer tokenizer_;
   GenerateOptions options_;
   Sampler sampler_;
-  std::vector<TokenId> cached_;
+  std::vector<tokenizer::TokenId> cached_;
 };
 
 }  // namespace nascent

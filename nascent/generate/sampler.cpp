@@ -21,14 +21,15 @@ bool by_logit(const Candidate& a, const Candidate& b) {
 
 }  // namespace
 
-void apply_penalties(std::vector<Candidate>& c, std::span<const TokenId> recent,
-                     float repeat, float frequency, float presence) {
+void apply_penalties(std::vector<Candidate>& c,
+                     std::span<const tokenizer::TokenId> recent, float repeat,
+                     float frequency, float presence) {
   if (recent.empty() ||
       (repeat == 1.0f && frequency == 0.0f && presence == 0.0f)) {
     return;
   }
-  std::unordered_map<TokenId, int> count;
-  for (TokenId id : recent) ++count[id];
+  std::unordered_map<tokenizer::TokenId, int> count;
+  for (tokenizer::TokenId id : recent) ++count[id];
   for (Candidate& x : c) {
     auto it = count.find(x.id);
     if (it == count.end()) continue;
@@ -118,7 +119,7 @@ Sampler::Sampler(SamplingOptions options) : options_(options) {
         fmt::format("repeat_last_n {} is below -1", o.repeat_last_n));
 }
 
-TokenId Sampler::sample(std::span<const float> logits) {
+tokenizer::TokenId Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) throw ValueError("sampler: no logits");
   const SamplingOptions& o = options_;
   candidates_.resize(logits.size());
@@ -127,9 +128,9 @@ TokenId Sampler::sample(std::span<const float> logits) {
     if (std::isnan(logits[i])) {
       throw ValueError(fmt::format("sampler: the logit of token {} is NaN", i));
     }
-    candidates_[i] = {TokenId(i), logits[i], 0.0f};
+    candidates_[i] = {tokenizer::TokenId(i), logits[i], 0.0f};
   }
-  std::vector<TokenId> recent(history_.begin(), history_.end());
+  std::vector<tokenizer::TokenId> recent(history_.begin(), history_.end());
   apply_penalties(candidates_, recent, o.repeat_penalty, o.frequency_penalty,
                   o.presence_penalty);
   if (o.temperature <= 0.0f) {
@@ -146,7 +147,7 @@ TokenId Sampler::sample(std::span<const float> logits) {
   return candidates_[pick(candidates_, uint_to_unit_double(r[0], r[1]))].id;
 }
 
-void Sampler::accept(TokenId id) {
+void Sampler::accept(tokenizer::TokenId id) {
   if (options_.repeat_last_n == 0) return;
   history_.push_back(id);
   if (options_.repeat_last_n > 0 &&

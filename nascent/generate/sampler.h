@@ -29,7 +29,7 @@ struct SamplingOptions {
 };
 
 struct Candidate {
-  TokenId id;
+  tokenizer::TokenId id;
   float logit;
   float p;  // Set by softmax().
 };
@@ -38,8 +38,9 @@ struct Candidate {
 // Penalises tokens of `recent` (llama.cpp's rule: a positive logit is
 // divided by `repeat`, a negative one multiplied, then count * frequency +
 // presence is subtracted).
-void apply_penalties(std::vector<Candidate>& c, std::span<const TokenId> recent,
-                     float repeat, float frequency, float presence);
+void apply_penalties(std::vector<Candidate>& c,
+                     std::span<const tokenizer::TokenId> recent, float repeat,
+                     float frequency, float presence);
 // Keeps the k highest logits (sorted, highest first); k <= 0 keeps all.
 void top_k(std::vector<Candidate>& c, int32_t k);
 // Sorts by logit, highest first, and sets p to the softmax.
@@ -62,8 +63,8 @@ class Sampler {
   // The next token; the logits are left alone. Does not record it: call
   // accept() with the token actually used (also for prompt tokens, so
   // penalties see them).
-  TokenId sample(std::span<const float> logits);
-  void accept(TokenId id);
+  tokenizer::TokenId sample(std::span<const float> logits);
+  void accept(tokenizer::TokenId id);
   void reset();  // Forgets the history; the draw sequence restarts.
 
   const SamplingOptions& options() const { return options_; }
@@ -71,7 +72,7 @@ class Sampler {
 
  private:
   SamplingOptions options_;
-  std::deque<TokenId> history_;
+  std::deque<tokenizer::TokenId> history_;
   uint64_t draws_ = 0;
   std::vector<Candidate> candidates_;
 };

@@ -13,9 +13,9 @@ std::string sanitize_utf8(std::string_view bytes) {
   size_t pos = 0;
   while (pos < bytes.size()) {
     uint32_t cp;
-    size_t n = unicode::decode_utf8(bytes, pos, &cp);
+    size_t n = tokenizer::unicode::decode_utf8(bytes, pos, &cp);
     if (n == 0) {
-      unicode::append_utf8(out, unicode::kReplacement);
+      tokenizer::unicode::append_utf8(out, tokenizer::unicode::kReplacement);
       pos += 1;
     } else {
       out.append(bytes, pos, n);
@@ -25,9 +25,9 @@ std::string sanitize_utf8(std::string_view bytes) {
   return out;
 }
 
-std::string StreamingDetokenizer::push(TokenId id) {
+std::string StreamingDetokenizer::push(tokenizer::TokenId id) {
   pending_ += tokenizer_.token_to_piece(id, special_);
-  size_t ready = unicode::complete_utf8_prefix(pending_);
+  size_t ready = tokenizer::unicode::complete_utf8_prefix(pending_);
   std::string out = sanitize_utf8(std::string_view(pending_).substr(0, ready));
   pending_.erase(0, ready);
   return out;

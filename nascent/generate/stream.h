@@ -17,16 +17,17 @@ namespace nascent {
 class StreamingDetokenizer {
  public:
   // special: print control tokens' text ("<|im_end|>") instead of nothing.
-  explicit StreamingDetokenizer(Tokenizer tokenizer, bool special = false)
+  explicit StreamingDetokenizer(tokenizer::Tokenizer tokenizer,
+                                bool special = false)
       : tokenizer_(std::move(tokenizer)), special_(special) {}
 
-  std::string push(TokenId id);
+  std::string push(tokenizer::TokenId id);
   // What is still held back, with unfinished characters as U+FFFD; call at
   // the end of generation.
   std::string flush();
 
  private:
-  Tokenizer tokenizer_;
+  tokenizer::Tokenizer tokenizer_;
   bool special_;
   std::string pending_;
 };

@@ -101,21 +101,21 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value,
     bad(path, fmt::format("{}: rank {} is over the limit of {}", where,
                           shape.size(), kMaxRank));
   }
-  uint64_t numel = 1;
-  bool overflow = false;
+  std::vector<uint64_t> dims;
   for (const json& d : shape) {
-    uint64_t n = unsigned_field(d, path, where + ": a shape entry");
-    if (n > uint64_t(INT64_MAX)) overflow = true;
-    e.shape.push_back(int64_t(n));
-    if (n != 0 && numel > uint64_t(INT64_MAX) / n) overflow = true;
-    numel *= n;
+    dims.push_back(unsigned_field(d, path, where + ": a shape entry"));
   }
-  if (std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end()) {
-    numel = 0;
-    overflow = false;
+  // Checked before converting to int64, zero dimensions or not: the
+  // strides of [0, 2^32, 2^32] overflow although it holds no element.
+  if (!shape_fits_int64(dims)) {
+    bad(path, fmt::format("{}: shape {} is too large (its element count or "
+                          "strides overflow int64)",
+                          where, shape.dump()));
   }
+  e.shape.assign(dims.begin(), dims.end());
+  const uint64_t numel = uint64_t(checked_numel(e.shape, "safetensors"));
   const uint64_t itemsize = size_of(e.dtype);
-  if (overflow || numel > uint64_t(INT64_MAX) / itemsize) {
+  if (numel > uint64_t(INT64_MAX) / itemsize) {
     bad(path, fmt::format("{}: shape {} is too large", where, shape.dump()));
   }
 

@@ -23,12 +23,12 @@
 //   q8_K  256: d * q, d f32, with bsums[j] = sum of q over 16 values.
 //
 // The bit positions are spelled out where the values are decoded
-// (core/quant_kquants.cpp and the backends' kernels).
+// (quant/kquants.cpp and the backends' kernels).
 #pragma once
 
 #include <cstdint>
 
-namespace nascent {
+namespace nascent::quant {
 
 inline constexpr int kQK = 32;     // Values per block of q4_0 .. q8_0.
 inline constexpr int kQK_K = 256;  // Values per super-block of the k-quants.
@@ -122,4 +122,4 @@ inline int q3k_scale(const uint8_t* scales, int j) {
   return low | (high << 4);
 }
 
-}  // namespace nascent
+}  // namespace nascent::quant

@@ -8,7 +8,7 @@
 #include "nascent/core/error.h"
 #include "nascent/quant/ref.h"
 
-namespace nascent {
+namespace nascent::quant {
 
 namespace {
 
@@ -91,4 +91,4 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
   }
 }
 
-}  // namespace nascent
+}  // namespace nascent::quant

@@ -7,7 +7,7 @@
 
 #include "nascent/core/quant.h"
 
-namespace nascent {
+namespace nascent::quant {
 
 // Reference (scalar, single-threaded) conversions of n values, n a multiple
 // of the block size (checked, ShapeError). quantize_row follows ggml's
@@ -19,4 +19,4 @@ namespace nascent {
 void quantize_row(QuantType type, const float* src, void* dst, int64_t n);
 void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 
-}  // namespace nascent
+}  // namespace nascent::quant

@@ -11,7 +11,7 @@
 #include "nascent/quant/blocks.h"
 #include "nascent/quant/ref.h"
 
-namespace nascent::detail {
+namespace nascent::quant::detail {
 
 namespace {
 
@@ -555,4 +555,4 @@ void dequantize_q8_k(const uint8_t* src, float* y, int64_t blocks) {
   }
 }
 
-}  // namespace nascent::detail
+}  // namespace nascent::quant::detail

@@ -9,7 +9,7 @@
 #include "nascent/quant/blocks.h"
 #include "nascent/quant/ref.h"
 
-namespace nascent::detail {
+namespace nascent::quant::detail {
 
 void quantize_float(QuantType type, const float* src, uint8_t* dst, int64_t n) {
   if (type == QuantType::f32) {
@@ -212,4 +212,4 @@ void dequantize_q8_0(const uint8_t* src, float* y, int64_t blocks) {
   }
 }
 
-}  // namespace nascent::detail
+}  // namespace nascent::quant::detail

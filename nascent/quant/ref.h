@@ -10,7 +10,7 @@
 #include "nascent/core/dtype.h"
 #include "nascent/core/quant.h"
 
-namespace nascent::detail {
+namespace nascent::quant::detail {
 
 // Blocks are copied in and out with memcpy: rows live at any byte offset
 // (an mmap'd file), where a cast to a block pointer could be misaligned.
@@ -69,4 +69,4 @@ void dequantize_q5_k(const uint8_t* src, float* y, int64_t blocks);
 void dequantize_q6_k(const uint8_t* src, float* y, int64_t blocks);
 void dequantize_q8_k(const uint8_t* src, float* y, int64_t blocks);
 
-}  // namespace nascent::detail
+}  // namespace nascent::quant::detail

@@ -7,7 +7,7 @@
 #include "nascent/tokenizer/unicode.h"
 #include "nascent/tokenizer/vocab.h"
 
-namespace nascent::detail {
+namespace nascent::tokenizer::detail {
 namespace {
 
 // A piece of the text in a doubly linked list; n == 0 once merged away.
@@ -166,4 +166,4 @@ void bpe_encode_word(const Tokenizer::Vocab& v, const std::string& word,
   }
 }
 
-}  // namespace nascent::detail
+}  // namespace nascent::tokenizer::detail

@@ -2,7 +2,7 @@
 
 #include "nascent/tokenizer/unicode.h"
 
-namespace nascent {
+namespace nascent::tokenizer {
 namespace {
 
 // A view of the code points that answers "none" past the end, so the
@@ -178,4 +178,4 @@ std::vector<std::string> pre_tokenize(std::string_view text,
   return words;
 }
 
-}  // namespace nascent
+}  // namespace nascent::tokenizer

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace nascent {
+namespace nascent::tokenizer {
 
 enum class PreTokenizer { gpt2, llama3, qwen2 };
 
@@ -28,4 +28,4 @@ std::vector<std::pair<size_t, size_t>> split_words(
 // the same).
 std::vector<std::string> pre_tokenize(std::string_view text, PreTokenizer kind);
 
-}  // namespace nascent
+}  // namespace nascent::tokenizer

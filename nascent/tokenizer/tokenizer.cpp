@@ -9,7 +9,7 @@
 #include "nascent/tokenizer/unicode.h"
 #include "nascent/tokenizer/vocab.h"
 
-namespace nascent {
+namespace nascent::tokenizer {
 namespace {
 
 constexpr std::string_view kSpace = "\xe2\x96\x81";  // "▁"
@@ -486,4 +486,4 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool remove_special,
   return v.clean_spaces ? clean_spaces(out) : out;
 }
 
-}  // namespace nascent
+}  // namespace nascent::tokenizer

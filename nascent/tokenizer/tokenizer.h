@@ -20,7 +20,7 @@
 #include "nascent/io/gguf.h"
 #include "nascent/tokenizer/pre_tokenizer.h"
 
-namespace nascent {
+namespace nascent::tokenizer {
 
 using TokenId = int32_t;
 inline constexpr TokenId kNoToken = -1;
@@ -98,4 +98,4 @@ class Tokenizer {
   std::shared_ptr<const Vocab> v_;
 };
 
-}  // namespace nascent
+}  // namespace nascent::tokenizer

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-namespace nascent::unicode {
+namespace nascent::tokenizer::unicode {
 namespace detail {
 extern const uint32_t kRanges[];
 extern const size_t kNumRanges;
@@ -157,4 +157,4 @@ int code_point_to_byte(uint32_t cp) {
   return cp < 512 ? byte_map().from_cp[cp] : -1;
 }
 
-}  // namespace nascent::unicode
+}  // namespace nascent::tokenizer::unicode

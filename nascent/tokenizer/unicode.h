@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace nascent::unicode {
+namespace nascent::tokenizer::unicode {
 
 inline constexpr uint32_t kReplacement = 0xFFFD;
 
@@ -62,4 +62,4 @@ const std::string& byte_to_utf8(uint8_t b);
 // The byte whose character is cp, or -1.
 int code_point_to_byte(uint32_t cp);
 
-}  // namespace nascent::unicode
+}  // namespace nascent::tokenizer::unicode

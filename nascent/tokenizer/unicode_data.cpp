@@ -2,7 +2,7 @@
 // (Python 3.13); do not edit.
 #include "nascent/tokenizer/unicode.h"
 
-namespace nascent::unicode::detail {
+namespace nascent::tokenizer::unicode::detail {
 
 extern const uint32_t kRanges[];
 extern const size_t kNumRanges;
@@ -241,4 +241,4 @@ const uint32_t kRanges[] = {
 const size_t kNumRanges = sizeof(kRanges) / sizeof(kRanges[0]);
 const char kUnicodeVersion[] = "15.1.0";
 
-}  // namespace nascent::unicode::detail
+}  // namespace nascent::tokenizer::unicode::detail

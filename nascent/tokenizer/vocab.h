@@ -9,7 +9,7 @@
 
 #include "nascent/tokenizer/tokenizer.h"
 
-namespace nascent {
+namespace nascent::tokenizer {
 
 struct Tokenizer::Vocab {
   TokenizerModel model = TokenizerModel::spm;
@@ -52,4 +52,4 @@ void bpe_encode_word(const Tokenizer::Vocab& v, const std::string& word,
                      std::vector<TokenId>& out);
 }  // namespace detail
 
-}  // namespace nascent
+}  // namespace nascent::tokenizer

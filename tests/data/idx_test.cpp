@@ -148,6 +148,22 @@ TEST_F(Idx, RejectsMalformedHeaders) {
   expect_bad(idx_header(0x08, {1024, 1024}), {"truncated", "holds 0"});
 }
 
+// Issue 16 (found by fuzz/idx): no data, but strides beyond int64 that
+// used to overflow in contiguous_strides.
+TEST_F(Idx, ZeroDimensionDoesNotHideOverflowingStrides) {
+  expect_bad(idx_header(0x08, {0, 0xffffffff, 0xffffffff}),
+             {"shape [0, 4294967295, 4294967295] is too large", "strides"});
+  write_bytes(path, idx_header(0x08, {0, 0xffffffff, 0xffffffff}));
+  EXPECT_THROW(read_idx(path), FormatError);  // The default limit too.
+  // Strides that fit: an empty array that becomes an empty tensor.
+  write_bytes(path, idx_header(0x0D, {0xffff, 0, 0xffffffff}));
+  IdxArray a = read_idx(path);
+  EXPECT_EQ(a.shape, (Shape{0xffff, 0, 0xffffffff}));
+  Tensor t = to_tensor(a, default_backend());
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.shape(), a.shape);
+}
+
 TEST_F(Idx, EveryTruncationOfAValidFileIsAnError) {
   std::vector<uint8_t> good = idx_header(0x0C, {3, 2});
   for (int i = 0; i < 24; ++i) good.push_back(uint8_t(i));

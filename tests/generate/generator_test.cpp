@@ -36,7 +36,7 @@ class GeneratorTest : public ::testing::Test {
     s.n_ctx_train = 64;
     write_model(s, dir_.file("m.gguf"));
     model_ = llama::load(dir_.file("m.gguf"), backend());
-    tokenizer_ = Tokenizer::from_gguf(model_->file().metadata());
+    tokenizer_ = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
   }
   TextGenerator make(GenerateOptions o) {
     return TextGenerator(model_, *tokenizer_, o);
@@ -51,7 +51,7 @@ class GeneratorTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::shared_ptr<llama::Model> model_;
-  std::optional<Tokenizer> tokenizer_;
+  std::optional<tokenizer::Tokenizer> tokenizer_;
 };
 
 TEST_F(GeneratorTest, GreedyIsDeterministicAndFollowsArgmax) {
@@ -68,7 +68,7 @@ TEST_F(GeneratorTest, GreedyIsDeterministicAndFollowsArgmax) {
   // Each token is the argmax of the model's logits after the sequence so
   // far, computed from scratch.
   std::vector<int32_t> seq = a.prompt_tokens;
-  for (const TokenId id : a.tokens) {
+  for (const tokenizer::TokenId id : a.tokens) {
     model_->reset();
     const std::vector<float> l = model_->forward(seq, 0).to_vector<float>();
     EXPECT_EQ(id, std::max_element(l.begin(), l.end()) - l.begin());
@@ -129,7 +129,7 @@ TEST_F(GeneratorTest, StreamsWholeCharacters) {
     EXPECT_EQ(joined, r.text);
     EXPECT_TRUE(valid_utf8(r.text));
     EXPECT_GT(calls, 0);
-    for (const TokenId id : r.tokens) {
+    for (const tokenizer::TokenId id : r.tokens) {
       const std::string piece = tokenizer_->token_to_piece(id);
       multibyte += piece.size() == 1 && uint8_t(piece[0]) >= 0x80;
     }
@@ -148,7 +148,7 @@ TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
 
   // A prompt extending what the cache holds evaluates only the new tokens
   // and generates what a fresh generator does.
-  std::vector<TokenId> prompt = gen.cached_tokens();
+  std::vector<tokenizer::TokenId> prompt = gen.cached_tokens();
   const size_t cached = prompt.size();
   prompt.push_back(tokenizer_->find_token("ab"));
   const GenerateResult more = gen.generate_tokens(prompt);
@@ -167,7 +167,7 @@ TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
   o.ignore_eos = false;
   const GenerateResult free_run = make(o).generate("the");
   ASSERT_EQ(free_run.tokens.size(), 12u);  // No EOS in the greedy run.
-  const TokenId stop = free_run.tokens[5];
+  const tokenizer::TokenId stop = free_run.tokens[5];
   const size_t first =
       size_t(std::find(free_run.tokens.begin(), free_run.tokens.end(), stop) -
              free_run.tokens.begin());
@@ -175,8 +175,8 @@ TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
   const GenerateResult r = make(o).generate("the");
   EXPECT_EQ(r.stop_reason, StopReason::eog);
   EXPECT_EQ(r.tokens,
-            std::vector<TokenId>(free_run.tokens.begin(),
-                                 free_run.tokens.begin() + first + 1));
+            std::vector<tokenizer::TokenId>(
+                free_run.tokens.begin(), free_run.tokens.begin() + first + 1));
   // ignore_eos keeps going past them too.
   o.ignore_eos = true;
   EXPECT_EQ(make(o).generate("the").tokens, free_run.tokens);
@@ -184,13 +184,13 @@ TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
 
 TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
   TextGenerator gen = make(greedy(-1));
-  const std::vector<TokenId> prompt(60, 5);
+  const std::vector<tokenizer::TokenId> prompt(60, 5);
   const GenerateResult r = gen.generate_tokens(prompt);
   EXPECT_EQ(r.stop_reason, StopReason::context_full);
   EXPECT_EQ(r.tokens.size(), 5u);  // 60 + 4 evaluated fill n_ctx = 64.
   testing::expect_error<ValueError>([&] { gen.generate_tokens({}); },
                                     {"0 tokens", "n_ctx = 64"});
-  const std::vector<TokenId> too_long(65, 5);
+  const std::vector<tokenizer::TokenId> too_long(65, 5);
   testing::expect_error<ValueError>([&] { gen.generate_tokens(too_long); },
                                     {"65 tokens"});
   GenerateOptions o = greedy(4);
@@ -209,7 +209,8 @@ TEST(TextGenerator, NeverSamplesPaddingRows) {
   write_model(s, dir.file("m.gguf"));
   cpu::Backend& b = backend();
   auto model = llama::load(dir.file("m.gguf"), b);
-  const Tokenizer tok = Tokenizer::from_gguf(model->file().metadata());
+  const tokenizer::Tokenizer tok =
+      tokenizer::Tokenizer::from_gguf(model->file().metadata());
   ASSERT_EQ(tok.size(), 259u);
   GenerateOptions o;
   o.sampling.temperature = 3.0f;
@@ -221,7 +222,7 @@ TEST(TextGenerator, NeverSamplesPaddingRows) {
   TextGenerator gen(model, tok, o);
   const GenerateResult r = gen.generate("ab");
   EXPECT_EQ(r.tokens.size(), 60u);
-  for (const TokenId id : r.tokens) EXPECT_LT(id, 259);
+  for (const tokenizer::TokenId id : r.tokens) EXPECT_LT(id, 259);
 }
 
 }  // namespace

@@ -13,13 +13,13 @@ namespace {
 std::vector<Candidate> candidates(std::vector<float> logits) {
   std::vector<Candidate> c;
   for (size_t i = 0; i < logits.size(); ++i) {
-    c.push_back({TokenId(i), logits[i], 0.0f});
+    c.push_back({tokenizer::TokenId(i), logits[i], 0.0f});
   }
   return c;
 }
 
-std::vector<TokenId> ids(const std::vector<Candidate>& c) {
-  std::vector<TokenId> out;
+std::vector<tokenizer::TokenId> ids(const std::vector<Candidate>& c) {
+  std::vector<tokenizer::TokenId> out;
   for (const Candidate& x : c) out.push_back(x.id);
   return out;
 }
@@ -32,7 +32,7 @@ std::vector<float> logits_of(std::vector<float> p) {
 
 TEST(Sampling, Penalties) {
   auto c = candidates({2.0f, -2.0f, 1.0f});
-  std::vector<TokenId> recent = {0, 1, 1};
+  std::vector<tokenizer::TokenId> recent = {0, 1, 1};
   apply_penalties(c, recent, 2.0f, 0.5f, 0.25f);
   // 2 / 2 - (1 * 0.5 + 0.25); -2 * 2 - (2 * 0.5 + 0.25); untouched.
   EXPECT_FLOAT_EQ(c[0].logit, 0.25f);
@@ -43,16 +43,16 @@ TEST(Sampling, Penalties) {
 TEST(Sampling, TopKKeepsTheHighestWithTiesById) {
   auto c = candidates({0.1f, 0.5f, 0.3f, 0.5f});
   top_k(c, 2);
-  EXPECT_EQ(ids(c), (std::vector<TokenId>{1, 3}));
+  EXPECT_EQ(ids(c), (std::vector<tokenizer::TokenId>{1, 3}));
   auto all = candidates({0.1f, 0.5f, 0.3f});
   top_k(all, 0);
-  EXPECT_EQ(ids(all), (std::vector<TokenId>{1, 2, 0}));
+  EXPECT_EQ(ids(all), (std::vector<tokenizer::TokenId>{1, 2, 0}));
 }
 
 TEST(Sampling, SoftmaxTopPMinP) {
   auto c = candidates(logits_of({0.2f, 0.5f, 0.3f}));
   softmax(c);
-  EXPECT_EQ(ids(c), (std::vector<TokenId>{1, 2, 0}));
+  EXPECT_EQ(ids(c), (std::vector<tokenizer::TokenId>{1, 2, 0}));
   EXPECT_NEAR(c[0].p, 0.5f, 1e-6);
   EXPECT_NEAR(c[1].p, 0.3f, 1e-6);
   EXPECT_NEAR(c[2].p, 0.2f, 1e-6);
@@ -110,7 +110,7 @@ TEST(Sampler, SameSeedSameTokens) {
   auto run = [&](uint64_t seed) {
     o.seed = seed;
     Sampler s(o);
-    std::vector<TokenId> out;
+    std::vector<tokenizer::TokenId> out;
     for (int i = 0; i < 50; ++i) out.push_back(s.sample(flat));
     return out;
   };
@@ -119,11 +119,11 @@ TEST(Sampler, SameSeedSameTokens) {
   // Draw n uses Philox block n of the seed: the first token is fixed.
   std::array<uint32_t, 4> r = philox4x32(0, 7);
   double u = uint_to_unit_double(r[0], r[1]);
-  EXPECT_EQ(run(7)[0], TokenId(u * 100));
+  EXPECT_EQ(run(7)[0], tokenizer::TokenId(u * 100));
   // reset() restarts the sequence.
   o.seed = 7;
   Sampler s(o);
-  TokenId first = s.sample(flat);
+  tokenizer::TokenId first = s.sample(flat);
   s.sample(flat);
   s.reset();
   EXPECT_EQ(s.sample(flat), first);

@@ -11,7 +11,7 @@ using gguf::Value;
 
 // A SentencePiece vocabulary with byte tokens for the bytes of "€" and
 // "é", one normal piece and a control token.
-Tokenizer byte_vocab() {
+tokenizer::Tokenizer byte_vocab() {
   gguf::Metadata m("bytes.gguf");
   m.set("tokenizer.ggml.model", Value("llama"));
   m.set("tokenizer.ggml.tokens",
@@ -20,7 +20,7 @@ Tokenizer byte_vocab() {
                                               "\xe2\x96\x81hi", "<|im_end|>"}));
   m.set("tokenizer.ggml.token_type",
         Value::array(std::vector<int32_t>{2, 3, 3, 6, 6, 6, 6, 1, 3}));
-  return Tokenizer::from_gguf(m);
+  return tokenizer::Tokenizer::from_gguf(m);
 }
 
 TEST(StreamingDetokenizer, HoldsPartialCharacters) {

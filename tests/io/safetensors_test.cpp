@@ -129,6 +129,16 @@ TEST_F(Safetensors, ReadsAFileBuiltByHand) {
                            {path, "no tensor named \"c\""});
 }
 
+TEST_F(Safetensors, EmptyTensorWithLargeDimensionsLoads) {
+  std::string path = dir.file("empty.safetensors");
+  write_bytes(path, make_file(R"({"e":{"dtype":"F32","shape":[0,2147483648,)"
+                              R"(2147483648],"data_offsets":[0,0]}})",
+                              {}));
+  Tensor e = load_safetensors(path, cpu).at("e");
+  EXPECT_EQ(e.shape(), (Shape{0, int64_t(1) << 31, int64_t(1) << 31}));
+  EXPECT_EQ(e.numel(), 0);
+}
+
 TEST_F(Safetensors, RejectsMalformedHeaders) {
   const std::vector<uint8_t> four(4, 0);
   auto entry = [](const std::string& body) { return "{\"t\":{" + body + "}}"; };
@@ -189,6 +199,20 @@ TEST_F(Safetensors, RejectsMalformedHeaders) {
   expect_bad(make_file(entry(R"("dtype":"F32","shape":[4294967296,4294967296],)"
                              R"("data_offsets":[0,4])"),
                        four),
+             {"too large"});
+  // Issue 16 (found by fuzz/safetensors): a zero dimension hid strides
+  // beyond int64, and dimensions above INT64_MAX were stored negative.
+  expect_bad(make_file(entry(R"("dtype":"F32","shape":[0,4294967296,)"
+                             R"(4294967296],"data_offsets":[0,0])"),
+                       {}),
+             {"[0,4294967296,4294967296] is too large", "strides"});
+  expect_bad(make_file(entry(R"("dtype":"U8","shape":[0,9223372036854775808],)"
+                             R"("data_offsets":[0,0])"),
+                       {}),
+             {"too large"});
+  expect_bad(make_file(entry(R"("dtype":"U8","shape":[18446744073709551615,)"
+                             R"(0],"data_offsets":[0,0])"),
+                       {}),
              {"too large"});
   expect_bad(
       make_file(entry(R"("dtype":"U8","shape":[4],"data_offsets":[0])"), four),

@@ -9,8 +9,9 @@ SentencePiece vocabulary):
    (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k);
 2. logits: `nascent generate --tokens ... --dump-logits` and llama.cpp's
    logits for the same file and tokens: close for F32/F16 (relative to the
-   logits' spread), same argmax and a small KL divergence for q8_0, q4_0,
-   q4_k_m (files written by llama.cpp's quantizer and by ours);
+   logits' spread), same argmax, a small KL divergence and a bounded
+   largest difference (relative to the spread) for q8_0, q4_0, q4_k_m
+   (files written by llama.cpp's quantizer and by ours);
 3. greedy generation (--temp 0) gives the same tokens;
 4. tokenization of the synthesised vocabulary matches.
 
@@ -57,9 +58,17 @@ MODELS = {
 # f16 in F16 matrix products.
 FLOAT_TOL = {"f32": 1e-4, "f16": 1e-2}
 # Quantized files: both engines quantize activations for the dot products,
-# each its own way, so they agree less tightly.
+# each its own way, so they agree less tightly. The mean KL measured was
+# 1.2e-4 to 3.8e-4 (issue 28; the limit was 1e-2, which a kernel off by a
+# block's worth could pass): about 5x the largest now. The largest logit
+# difference, as a fraction of the logits' std, was not recorded when these
+# limits were set (the peer's install takes an hour and was not rerun), so
+# its bound is conservative: the CPU and CUDA backends, which round
+# activations differently, were measured 0.07-0.12 std apart on these files
+# (bench/NOTES.md), and a kernel that drops a block moves them by ~1 std.
 QUANT_MIN_ARGMAX = 0.9
-QUANT_MAX_KL = 0.01
+QUANT_MAX_KL = 2e-3
+QUANT_MAX_DIFF = 0.5
 # Greedy generation on quantized files: near-ties of random models make the
 # sequences part at some step, so each of nascent's choices is checked on
 # llama.cpp's logits for nascent's sequence (teacher forcing): it must be
@@ -195,6 +204,9 @@ def compare_logits(np, want, got, kind, fail, label):
                    f"{QUANT_MIN_ARGMAX}")
         fail.check(kl <= QUANT_MAX_KL,
                    f"{label}: mean KL {kl:.2e} > {QUANT_MAX_KL}")
+        fail.check(err <= QUANT_MAX_DIFF,
+                   f"{label}: max |diff| {err:.2e} of the logits' std > "
+                   f"{QUANT_MAX_DIFF}")
 
 
 def check_forced_greedy(llm, np, tokens, ids, fail, label):

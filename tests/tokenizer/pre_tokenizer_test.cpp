@@ -119,18 +119,20 @@ const std::vector<std::vector<std::string>> kQwen2Splits = {
      "next"},
 };
 
-std::vector<std::string> words_of(const std::string& text, PreTokenizer k) {
-  std::vector<uint32_t> cps = unicode::to_code_points(text);
+std::vector<std::string> words_of(const std::string& text,
+                                  tokenizer::PreTokenizer k) {
+  std::vector<uint32_t> cps = tokenizer::unicode::to_code_points(text);
   std::vector<std::string> words;
   for (auto [begin, end] : split_words(cps, k)) {
     std::string w;
-    for (size_t i = begin; i < end; ++i) unicode::append_utf8(w, cps[i]);
+    for (size_t i = begin; i < end; ++i)
+      tokenizer::unicode::append_utf8(w, cps[i]);
     words.push_back(w);
   }
   return words;
 }
 
-void check_splits(PreTokenizer kind,
+void check_splits(tokenizer::PreTokenizer kind,
                   const std::vector<std::vector<std::string>>& expected) {
   ASSERT_EQ(expected.size(), kTexts.size());
   for (size_t i = 0; i < kTexts.size(); ++i) {
@@ -139,27 +141,29 @@ void check_splits(PreTokenizer kind,
 }
 
 TEST(PreTokenizer, Gpt2MatchesTheRegex) {
-  check_splits(PreTokenizer::gpt2, kGpt2Splits);
+  check_splits(tokenizer::PreTokenizer::gpt2, kGpt2Splits);
 }
 TEST(PreTokenizer, Llama3MatchesTheRegex) {
-  check_splits(PreTokenizer::llama3, kLlama3Splits);
+  check_splits(tokenizer::PreTokenizer::llama3, kLlama3Splits);
 }
 TEST(PreTokenizer, Qwen2MatchesTheRegex) {
-  check_splits(PreTokenizer::qwen2, kQwen2Splits);
+  check_splits(tokenizer::PreTokenizer::qwen2, kQwen2Splits);
 }
 
 TEST(PreTokenizer, WordsAreByteLevelEncoded) {
   // Space is U+0120 "Ġ", newline U+010A "Ċ" in GPT-2's alphabet; a stray
   // byte becomes U+FFFD (EF BF BD) first.
-  EXPECT_EQ(pre_tokenize("Hi there\n", PreTokenizer::gpt2),
-            (std::vector<std::string>{"Hi", "\xc4\xa0there", "\xc4\x8a"}));
-  EXPECT_EQ(pre_tokenize("a\xff", PreTokenizer::gpt2),
+  EXPECT_EQ(
+      tokenizer::pre_tokenize("Hi there\n", tokenizer::PreTokenizer::gpt2),
+      (std::vector<std::string>{"Hi", "\xc4\xa0there", "\xc4\x8a"}));
+  EXPECT_EQ(tokenizer::pre_tokenize("a\xff", tokenizer::PreTokenizer::gpt2),
             (std::vector<std::string>{"a", "\xc3\xaf\xc2\xbf\xc2\xbd"}));
-  EXPECT_TRUE(pre_tokenize("", PreTokenizer::llama3).empty());
+  EXPECT_TRUE(
+      tokenizer::pre_tokenize("", tokenizer::PreTokenizer::llama3).empty());
 }
 
 TEST(Unicode, Classes) {
-  using namespace unicode;
+  using namespace tokenizer::unicode;
   EXPECT_EQ(classes('A'), kLetter);
   EXPECT_EQ(classes(0x00E9), kLetter);  // é
   EXPECT_EQ(classes(0x4E2D), kLetter);  // 中 (Lo)
@@ -185,7 +189,7 @@ TEST(Unicode, Classes) {
 }
 
 TEST(Unicode, DecodeRejectsMalformedSequences) {
-  using namespace unicode;
+  using namespace tokenizer::unicode;
   uint32_t cp = 0;
   EXPECT_EQ(decode_utf8("\xe2\x82\xac", 0, &cp), 3u);
   EXPECT_EQ(cp, 0x20ACu);
@@ -205,7 +209,7 @@ TEST(Unicode, DecodeRejectsMalformedSequences) {
 }
 
 TEST(Unicode, CompletePrefixHoldsBackPartialCharacters) {
-  using unicode::complete_utf8_prefix;
+  using tokenizer::unicode::complete_utf8_prefix;
   EXPECT_EQ(complete_utf8_prefix(""), 0u);
   EXPECT_EQ(complete_utf8_prefix("ab"), 2u);
   EXPECT_EQ(complete_utf8_prefix("a\xe2"), 1u);
@@ -222,7 +226,7 @@ TEST(Unicode, CompletePrefixHoldsBackPartialCharacters) {
 }
 
 TEST(Unicode, ByteLevelAlphabet) {
-  using namespace unicode;
+  using namespace tokenizer::unicode;
   EXPECT_EQ(byte_to_utf8('A'), "A");
   EXPECT_EQ(byte_to_utf8(' '), "\xc4\xa0");   // U+0120 Ġ
   EXPECT_EQ(byte_to_utf8('\n'), "\xc4\x8a");  // U+010A Ċ

@@ -52,47 +52,57 @@ VocabSpec spm_spec(float score_sp_a, float score_ab) {
 
 TEST(TokenizerSpm, HigherScoreMergesFirst) {
   // "ab" becomes "▁ab": pairs "▁a" and "ab" compete, "▁ab" is no token.
-  Tokenizer first_sp_a = Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
-  EXPECT_EQ(first_sp_a.encode("ab", false), (std::vector<TokenId>{6, 5}));
-  Tokenizer first_ab = Tokenizer::from_gguf(metadata(spm_spec(-2, -1)));
-  EXPECT_EQ(first_ab.encode("ab", false), (std::vector<TokenId>{3, 7}));
+  tokenizer::Tokenizer first_sp_a =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
+  EXPECT_EQ(first_sp_a.encode("ab", false),
+            (std::vector<tokenizer::TokenId>{6, 5}));
+  tokenizer::Tokenizer first_ab =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-2, -1)));
+  EXPECT_EQ(first_ab.encode("ab", false),
+            (std::vector<tokenizer::TokenId>{3, 7}));
   // A tie goes to the leftmost pair.
-  Tokenizer tie = Tokenizer::from_gguf(metadata(spm_spec(-1, -1)));
-  EXPECT_EQ(tie.encode("ab", false), (std::vector<TokenId>{6, 5}));
+  tokenizer::Tokenizer tie =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-1, -1)));
+  EXPECT_EQ(tie.encode("ab", false), (std::vector<tokenizer::TokenId>{6, 5}));
 }
 
 TEST(TokenizerSpm, BosSpacePrefixAndByteFallback) {
-  Tokenizer t = Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
-  EXPECT_EQ(t.model(), TokenizerModel::spm);
+  tokenizer::Tokenizer t =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
+  EXPECT_EQ(t.model(), tokenizer::TokenizerModel::spm);
   EXPECT_EQ(t.bos(), 1);
   EXPECT_EQ(t.eos(), 2);
   EXPECT_EQ(t.unk(), 0);
   EXPECT_TRUE(t.add_bos());
   EXPECT_FALSE(t.add_eos());
   EXPECT_TRUE(t.add_space_prefix());
-  EXPECT_EQ(t.encode("a"), (std::vector<TokenId>{1, 6}));
+  EXPECT_EQ(t.encode("a"), (std::vector<tokenizer::TokenId>{1, 6}));
   EXPECT_TRUE(t.encode("", false).empty());
-  EXPECT_EQ(t.encode(""), (std::vector<TokenId>{1}));
+  EXPECT_EQ(t.encode(""), (std::vector<tokenizer::TokenId>{1}));
   // "é" has no token: its two bytes do; "x" has neither, so it is <unk>.
-  EXPECT_EQ(t.encode("\xc3\xa9", false), (std::vector<TokenId>{3, 8, 9}));
-  EXPECT_EQ(t.encode("x", false), (std::vector<TokenId>{3, 0}));
+  EXPECT_EQ(t.encode("\xc3\xa9", false),
+            (std::vector<tokenizer::TokenId>{3, 8, 9}));
+  EXPECT_EQ(t.encode("x", false), (std::vector<tokenizer::TokenId>{3, 0}));
 }
 
 TEST(TokenizerSpm, SpecialTokensInText) {
-  Tokenizer t = Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
+  tokenizer::Tokenizer t =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
   // Control tokens are text unless parse_special; the text after one gets
   // the space prefix again.
-  EXPECT_EQ(t.encode("<s>a", false, true), (std::vector<TokenId>{1, 6}));
-  std::vector<TokenId> literal = t.encode("<s>", false, false);
+  EXPECT_EQ(t.encode("<s>a", false, true),
+            (std::vector<tokenizer::TokenId>{1, 6}));
+  std::vector<tokenizer::TokenId> literal = t.encode("<s>", false, false);
   EXPECT_EQ(literal.front(), 3);  // "▁" then the characters as <unk>.
   EXPECT_EQ(literal.size(), 4u);
   // User-defined tokens are always cut out.
   EXPECT_EQ(t.encode("a<|user|>a", false, false),
-            (std::vector<TokenId>{6, 10, 6}));
+            (std::vector<tokenizer::TokenId>{6, 10, 6}));
 }
 
 TEST(TokenizerSpm, Decode) {
-  Tokenizer t = Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
+  tokenizer::Tokenizer t =
+      tokenizer::Tokenizer::from_gguf(metadata(spm_spec(-1, -2)));
   EXPECT_EQ(t.token_to_piece(6), " a");
   EXPECT_EQ(t.token_to_piece(8), "\xc3");
   EXPECT_EQ(t.token_to_piece(1), "");
@@ -101,7 +111,7 @@ TEST(TokenizerSpm, Decode) {
   // The space the encoder added goes from the first piece. As in
   // llama.cpp, a leading BOS takes that place (its piece is empty), so the
   // space stays, also when remove_special drops the BOS.
-  std::vector<TokenId> ids = t.encode("a \xc3\xa9", false);
+  std::vector<tokenizer::TokenId> ids = t.encode("a \xc3\xa9", false);
   EXPECT_EQ(t.decode(ids), "a \xc3\xa9");
   ids.insert(ids.begin(), t.bos());
   EXPECT_EQ(t.decode(ids), " a \xc3\xa9");
@@ -134,47 +144,49 @@ VocabSpec bpe_spec() {
 }
 
 TEST(TokenizerBpe, LowestRankMergesFirst) {
-  Tokenizer t = Tokenizer::from_gguf(metadata(bpe_spec()));
-  EXPECT_EQ(t.model(), TokenizerModel::bpe);
-  EXPECT_EQ(t.pre_tokenizer(), PreTokenizer::gpt2);
+  tokenizer::Tokenizer t =
+      tokenizer::Tokenizer::from_gguf(metadata(bpe_spec()));
+  EXPECT_EQ(t.model(), tokenizer::TokenizerModel::bpe);
+  EXPECT_EQ(t.pre_tokenizer(), tokenizer::PreTokenizer::gpt2);
   EXPECT_FALSE(t.add_bos());
   // "b c" (rank 0) beats "a b" (rank 1); then no "a bc" merge exists.
-  EXPECT_EQ(t.encode("abc"), (std::vector<TokenId>{0, 5}));
+  EXPECT_EQ(t.encode("abc"), (std::vector<tokenizer::TokenId>{0, 5}));
   // " a" is one word with the space: "Ġ a" merges.
-  EXPECT_EQ(t.encode("ab a"), (std::vector<TokenId>{4, 7}));
+  EXPECT_EQ(t.encode("ab a"), (std::vector<tokenizer::TokenId>{4, 7}));
   // Characters without a token are dropped, as llama.cpp does.
-  EXPECT_EQ(t.encode("axb"), (std::vector<TokenId>{0, 1}));
+  EXPECT_EQ(t.encode("axb"), (std::vector<tokenizer::TokenId>{0, 1}));
 }
 
 TEST(TokenizerBpe, Llama3TakesWholeWordsAndAddsBos) {
   gguf::Metadata m = metadata(bpe_spec());
   m.set("tokenizer.ggml.pre", Value("llama-bpe"));
   m.set("tokenizer.ggml.bos_token_id", Value(uint32_t(8)));
-  Tokenizer t = Tokenizer::from_gguf(m);
-  EXPECT_EQ(t.pre_tokenizer(), PreTokenizer::llama3);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(m);
+  EXPECT_EQ(t.pre_tokenizer(), tokenizer::PreTokenizer::llama3);
   EXPECT_TRUE(t.add_bos());
   // "abc" is a token: taken whole although the merges would not get there.
-  EXPECT_EQ(t.encode("abc"), (std::vector<TokenId>{8, 6}));
+  EXPECT_EQ(t.encode("abc"), (std::vector<tokenizer::TokenId>{8, 6}));
   m.set("tokenizer.ggml.add_bos_token", Value(false));
-  EXPECT_EQ(Tokenizer::from_gguf(m).encode("abc"), (std::vector<TokenId>{6}));
+  EXPECT_EQ(tokenizer::Tokenizer::from_gguf(m).encode("abc"),
+            (std::vector<tokenizer::TokenId>{6}));
 }
 
 TEST(TokenizerBpe, EndOfGenerationAndDecode) {
   gguf::Metadata m = metadata(bpe_spec());
   // Without the key, llama.cpp's default EOS of gpt2 vocabularies is 11.
-  EXPECT_EQ(Tokenizer::from_gguf(m).eos(), 11);
+  EXPECT_EQ(tokenizer::Tokenizer::from_gguf(m).eos(), 11);
   m.set("tokenizer.ggml.eos_token_id", Value(uint32_t(8)));
-  Tokenizer t = Tokenizer::from_gguf(m);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(m);
   // "<|endoftext|>" is found by its text as the end-of-turn token.
   EXPECT_EQ(t.eot(), 8);
   EXPECT_TRUE(t.is_eog(8));
   EXPECT_FALSE(t.is_eog(0));
-  EXPECT_EQ(t.eog_tokens(), (std::vector<TokenId>{8}));
+  EXPECT_EQ(t.eog_tokens(), (std::vector<tokenizer::TokenId>{8}));
   EXPECT_EQ(t.encode("a<|endoftext|>", false, true),
-            (std::vector<TokenId>{0, 8}));
+            (std::vector<tokenizer::TokenId>{0, 8}));
   EXPECT_EQ(t.token_to_piece(7), " a");
-  EXPECT_EQ(t.decode(std::vector<TokenId>{0, 8, 1}), "ab");
-  EXPECT_EQ(t.decode(std::vector<TokenId>{0, 8, 1}, false, true),
+  EXPECT_EQ(t.decode(std::vector<tokenizer::TokenId>{0, 8, 1}), "ab");
+  EXPECT_EQ(t.decode(std::vector<tokenizer::TokenId>{0, 8, 1}, false, true),
             "a<|endoftext|>b");
   // Spaces before punctuation and contractions are tidied.
   EXPECT_EQ(t.decode(t.encode("a , a 's")), "a, a's");
@@ -182,7 +194,7 @@ TEST(TokenizerBpe, EndOfGenerationAndDecode) {
 
 void expect_format_error(const gguf::Metadata& m, const std::string& what) {
   try {
-    Tokenizer::from_gguf(m);
+    tokenizer::Tokenizer::from_gguf(m);
     ADD_FAILURE() << "expected: " << what;
   } catch (const FormatError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("test.gguf: ", 0), 0u) << e.what();
@@ -238,23 +250,24 @@ TEST(TokenizerErrors, OutOfRangeSpecialIdsAreIgnored) {
   gguf::Metadata m = metadata(spm_spec(-1, -2));
   m.set("tokenizer.ggml.padding_token_id", Value(uint32_t(11)));
   m.set("tokenizer.ggml.eos_token_id", Value(uint32_t(1000)));
-  Tokenizer t = Tokenizer::from_gguf(m);
-  EXPECT_EQ(t.pad(), kNoToken);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(m);
+  EXPECT_EQ(t.pad(), tokenizer::kNoToken);
   EXPECT_EQ(t.eos(), 2);
 }
 
 TEST(TokenizerFiles, LlamaSpmSpecialsAndRoundTrip) {
   NASCENT_SHARED_FILE_OR_SKIP(path, "tokenizer/ggml-vocab-llama-spm.gguf");
-  Tokenizer t = Tokenizer::from_gguf_file(path);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf_file(path);
   EXPECT_EQ(t.size(), 32000u);
-  EXPECT_EQ(t.encode("Hello world"), (std::vector<TokenId>{1, 15043, 3186}));
+  EXPECT_EQ(t.encode("Hello world"),
+            (std::vector<tokenizer::TokenId>{1, 15043, 3186}));
   EXPECT_EQ(t.encode("<s>Hello</s>", false, true),
-            (std::vector<TokenId>{1, 15043, 2}));
+            (std::vector<tokenizer::TokenId>{1, 15043, 2}));
   EXPECT_EQ(t.eos(), 2);
   EXPECT_TRUE(t.is_eog(2));
   for (const char* text : {"Hello world", " two  spaces", "\xf0\x9f\xa6\x99",
                            "line\nbreak\t", "\xe4\xb8\xad\xe6\x96\x87"}) {
-    std::vector<TokenId> ids = t.encode(text, false);
+    std::vector<tokenizer::TokenId> ids = t.encode(text, false);
     EXPECT_EQ(t.decode(ids), text);
     ids.insert(ids.begin(), t.bos());
     EXPECT_EQ(t.decode(ids, true), std::string(" ") + text);
@@ -263,13 +276,14 @@ TEST(TokenizerFiles, LlamaSpmSpecialsAndRoundTrip) {
 
 TEST(TokenizerFiles, Gpt2DecodesAndCleansSpaces) {
   NASCENT_SHARED_FILE_OR_SKIP(path, "tokenizer/ggml-vocab-gpt-2.gguf");
-  Tokenizer t = Tokenizer::from_gguf_file(path);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf_file(path);
   EXPECT_EQ(t.size(), 50257u);
-  EXPECT_EQ(t.encode("Hello world"), (std::vector<TokenId>{15496, 995}));
+  EXPECT_EQ(t.encode("Hello world"),
+            (std::vector<tokenizer::TokenId>{15496, 995}));
   EXPECT_EQ(t.bos(), 50256);
   EXPECT_EQ(t.eot(), 50256);
   EXPECT_EQ(t.encode("Hi<|endoftext|>", true, true),
-            (std::vector<TokenId>{17250, 50256}));
+            (std::vector<tokenizer::TokenId>{17250, 50256}));
   EXPECT_EQ(t.decode(t.encode("Hello , world !")), "Hello, world!");
   EXPECT_EQ(t.decode(t.encode("caf\xc3\xa9 \xf0\x9f\xa6\x99")),
             "caf\xc3\xa9 \xf0\x9f\xa6\x99");

@@ -15,7 +15,7 @@ namespace {
 
 struct Case {
   std::string text;
-  std::vector<TokenId> ids;
+  std::vector<tokenizer::TokenId> ids;
 };
 
 std::string read_file(const std::string& path) {
@@ -46,7 +46,7 @@ std::vector<Case> read_cases(const std::string& gguf_path) {
     EXPECT_TRUE(std::getline(lines, line)) << "missing .out line";
     std::istringstream ids(line);
     Case c{text, {}};
-    TokenId id;
+    tokenizer::TokenId id;
     while (ids >> id) c.ids.push_back(id);
     cases.push_back(std::move(c));
   }
@@ -68,17 +68,17 @@ std::string show(const std::string& text) {
 }
 
 void check_vectors(const std::string& path, size_t expected_cases) {
-  Tokenizer tok = Tokenizer::from_gguf_file(path);
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(path);
   std::vector<Case> cases = read_cases(path);
   ASSERT_EQ(cases.size(), expected_cases);
   int failures = 0;
   for (const Case& c : cases) {
-    std::vector<TokenId> ids = tok.encode(c.text, false, false);
+    std::vector<tokenizer::TokenId> ids = tok.encode(c.text, false, false);
     EXPECT_EQ(ids, c.ids) << "input " << show(c.text);
     failures += ids != c.ids;
     // The pieces hold the input's bytes (space prefix aside).
     std::string joined;
-    for (TokenId id : ids) joined += tok.token_to_piece(id);
+    for (tokenizer::TokenId id : ids) joined += tok.token_to_piece(id);
     if (tok.add_space_prefix() && !c.text.empty()) joined.erase(0, 1);
     EXPECT_EQ(joined, c.text) << "input " << show(c.text);
   }

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "nascent/backends/cpu/backend.h"
-#include "nascent/backends/cpu/gemm.h"
-#include "nascent/backends/cpu/gemm_xwt.h"
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
+#include "nascent/backends/cpu/gemm/xwt.h"
+#include "nascent/backends/cpu/simd/runs.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

@@ -1,7 +1,10 @@
 // The CPU backend: host memory, multithreaded kernels with SIMD chosen at run
-// time (Google Highway). One file per op family: unary.cpp, binary.cpp,
-// reduce.cpp, matmul.cpp, conv.cpp, pool.cpp, softmax.cpp, norm.cpp,
-// index.cpp, copy.cpp, creation.cpp, random.cpp, quant.cpp, optim.cpp.
+// time (Google Highway). One file per op family (unary.cpp, binary.cpp,
+// reduce.cpp, matmul.cpp, conv.cpp, pool_simd.cpp, softmax_simd.cpp,
+// norm_simd.cpp, attention.cpp, rope.cpp, glu.cpp, index.cpp, copy.cpp,
+// creation.cpp, random.cpp, quant.cpp, optim.cpp); the kernels they share sit
+// in subfolders: simd/ (Highway helpers), gemm/, conv/, reduce/, quant/. A
+// file named *_simd.cpp is compiled once per SIMD target (foreach_target.h).
 #pragma once
 
 #include <atomic>

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "nascent/backends/cpu/elementwise.h"
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/simd/runs.h"
 
 namespace nascent::cpu {
 

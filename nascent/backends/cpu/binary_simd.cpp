@@ -1,8 +1,8 @@
-// SIMD contiguous runs of the binary ops and where (see simd.h), compiled
+// SIMD contiguous runs of the binary ops and where (see simd/runs.h), compiled
 // once per Highway target through foreach_target.h.
 #include <cstring>
 
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/simd/runs.h"
 
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -10,8 +10,8 @@
 #include "hwy/foreach_target.h"  // Must come before highway.h.
 #include "hwy/highway.h"
 // clang-format on
-#include "nascent/backends/cpu/simd_loops-inl.h"
-#include "nascent/backends/cpu/simd_math-inl.h"
+#include "nascent/backends/cpu/simd/loops-inl.h"
+#include "nascent/backends/cpu/simd/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

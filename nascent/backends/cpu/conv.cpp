@@ -2,14 +2,14 @@
 //
 // Four paths:
 // - Winograd F(2x2, 3x3) for 3x3 stride-1 convs with enough channels
-//   (conv_winograd.cpp): 4/9 of the multiplies, in GEMMs over many tiles.
+//   (conv/winograd_simd.cpp): 4/9 of the multiplies, in GEMMs over many tiles.
 // - im2col + GEMM (the general case). Per image and group, the output
 //   [Og, OH*OW] is W_g [Og, K] times col [K, OH*OW], K = Cg*KH*KW. col is
 //   built for a block of output rows at a time (at most kColBytes), so large
 //   images never need a [K, OH*OW] buffer, let alone one for the batch.
 // - 1x1, stride 1, no padding: the input plane already is col; no copy.
 // - one input channel per group (depthwise, and the usual first layer with
-//   C = 1): direct SIMD kernels on zero-padded planes (conv_direct.cpp),
+//   C = 1): direct SIMD kernels on zero-padded planes (conv/direct_simd.cpp),
 //   since a GEMM with K = KH*KW is all overhead.
 //
 // Threads: with enough images each task takes whole images and runs GEMM
@@ -26,10 +26,10 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/balanced.h"
-#include "nascent/backends/cpu/conv_direct.h"
-#include "nascent/backends/cpu/conv_geometry.h"
-#include "nascent/backends/cpu/conv_winograd.h"
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/conv/direct.h"
+#include "nascent/backends/cpu/conv/geometry.h"
+#include "nascent/backends/cpu/conv/winograd.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

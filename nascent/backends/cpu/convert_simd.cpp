@@ -1,6 +1,6 @@
-// SIMD conversions among f32, f16 and bf16 (see simd.h), compiled once per
+// SIMD conversions among f32, f16 and bf16 (see simd/runs.h), compiled once per
 // Highway target through foreach_target.h.
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/simd/runs.h"
 
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -8,7 +8,7 @@
 #include "hwy/foreach_target.h"  // Must come before highway.h.
 #include "hwy/highway.h"
 // clang-format on
-#include "nascent/backends/cpu/simd_loops-inl.h"
+#include "nascent/backends/cpu/simd/loops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu::HWY_NAMESPACE {

@@ -5,7 +5,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/simd/runs.h"
 #include "nascent/backends/cpu/strided.h"
 
 namespace nascent::cpu {

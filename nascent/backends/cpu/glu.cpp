@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "nascent/backends/cpu/backend.h"
-#include "nascent/backends/cpu/simd.h"
+#include "nascent/backends/cpu/simd/runs.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

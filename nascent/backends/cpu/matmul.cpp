@@ -9,7 +9,7 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

@@ -3,16 +3,16 @@
 //
 // qmatmul quantizes x once per call (x is small next to W) and splits the
 // weight rows over the threads: each thread streams its share of W exactly
-// once, whatever the number of x rows (quant_simd-inl.h's tiles), which is
+// once, whatever the number of x rows (quant/tiles-inl.h's tiles), which is
 // what generation (one x row, W far larger than the caches) needs.
 #include <algorithm>
 #include <vector>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/balanced.h"
-#include "nascent/backends/cpu/gemm_xwt.h"
-#include "nascent/backends/cpu/quant_fused.h"
-#include "nascent/backends/cpu/quant_kernels.h"
+#include "nascent/backends/cpu/gemm/xwt.h"
+#include "nascent/backends/cpu/quant/fused.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/quant/codec.h"
 
@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kTaskBytes = 1 << 17;
 constexpr int64_t kTileRows = 16;
 // x rows from which decoding each weight row once into an int16 panel
-// (quant_gemm.cpp) beats decoding it per x row (the dot kernels).
+// (quant/gemm_simd.cpp) beats decoding it per x row (the dot kernels).
 constexpr int64_t kGemmRows = 8;
 
 int64_t row_grain(int64_t row_bytes) {
@@ -77,7 +77,7 @@ QuantizedRows quantize_x(const float* x, int64_t m, int64_t k, int64_t block) {
 }
 
 // Float weights with many x rows: the f32 GEMM micro-kernel, W widened
-// while it is packed (gemm_xwt.cpp, which threads itself).
+// while it is packed (gemm/xwt_simd.cpp, which threads itself).
 void float_gemm(QuantType type, const uint8_t* w, int64_t ws, int64_t n,
                 const float* x, int64_t m, int64_t k, float* y) {
   const DType dtype = type == QuantType::f16    ? DType::f16
@@ -229,7 +229,7 @@ void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
 void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
                      int64_t k, float* out) {
   for (int64_t r = 0; r < rows; ++r)
-    dequantize_row(type, w + r * ws, out + r * k, k);
+    quant::dequantize_row(type, w + r * ws, out + r * k, k);
 }
 
 void Backend::quant(QuantOp op, const Tensor* x,
@@ -254,7 +254,7 @@ void Backend::quant(QuantOp op, const Tensor* x,
                  std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                  [&](int64_t r0, int64_t r1) {
                    for (int64_t r = r0; r < r1; ++r) {
-                     quantize_row(a.type, xp + r * k, y + r * bytes, k);
+                     quant::quantize_row(a.type, xp + r * k, y + r * bytes, k);
                    }
                  });
     return;
@@ -282,8 +282,8 @@ void Backend::quant(QuantOp op, const Tensor* x,
         parallel_for(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                      [&](int64_t r0, int64_t r1) {
                        for (int64_t r = r0; r < r1; ++r) {
-                         dequantize_row(a.type, wp + ids[r * is] * ws,
-                                        y + r * k, k);
+                         quant::dequantize_row(a.type, wp + ids[r * is] * ws,
+                                               y + r * k, k);
                        }
                      });
         break;

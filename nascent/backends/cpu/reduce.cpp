@@ -2,7 +2,7 @@
 //
 // The axes are first simplified: size-1 axes dropped, the rest sorted by x's
 // stride (largest first) and neighbours merged, so most requests become one
-// of two SIMD shapes (reduce_kernels.h):
+// of two SIMD shapes (reduce/kernels.h):
 //  - inner: the innermost axis is reduced and contiguous (a sum per row);
 //    whole batches of rows go to reduce_rows;
 //  - outer: the innermost axis is kept and contiguous (a sum over a batch);
@@ -27,8 +27,8 @@
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/convert.h"
-#include "nascent/backends/cpu/reduce_kernels.h"
-#include "nascent/backends/cpu/reduce_plan.h"
+#include "nascent/backends/cpu/reduce/kernels.h"
+#include "nascent/backends/cpu/reduce/plan.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

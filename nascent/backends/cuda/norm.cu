@@ -1,6 +1,6 @@
 // layer_norm and rms_norm over a contiguous [rows, cols] x, with the CPU
-// backend's semantics (cpu/norm.cpp): statistics from per-thread sums in the
-// compute type reduced in double (two passes for layer_norm, so a large
+// backend's semantics (cpu/norm_simd.cpp): statistics from per-thread sums in
+// the compute type reduced in double (two passes for layer_norm, so a large
 // common offset does not cancel), then
 // y = (x - mean) * rstd * w + b in the compute type (float for f16, bf16 and
 // f32). A block per row holds the row in registers (rows.cuh), or reads it

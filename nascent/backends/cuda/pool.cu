@@ -1,7 +1,7 @@
 // max_pool2d, avg_pool2d and their backwards, NCHW, f32 and f64 (core
 // computes f16 and bf16 in f32), with the CPU backend's semantics
-// (cpu/pool.cpp): max skips padding, lets NaN win and keeps the index of the
-// first maximum (of the last NaN); avg divides by the padded or the clipped
+// (cpu/pool_simd.cpp): max skips padding, lets NaN win and keeps the index of
+// the first maximum (of the last NaN); avg divides by the padded or the clipped
 // window size. A thread per output for the forwards; the backwards are
 // gathers, a thread per input element summing the outputs whose windows
 // hold it, so no atomics are needed and sums keep a fixed order.

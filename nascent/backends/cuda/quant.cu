@@ -1,10 +1,10 @@
 // The quant family on the GPU: dequantize and qmatmul of weights stored as
-// GGML blocks (core/quant.h, quant_blocks.h).
+// GGML blocks (core/quant.h, quant/blocks.h).
 //
 // dequantize gives each thread one output value: it finds the value's
 // block, reads the block's scales and its quant bits byte by byte (rows may
 // start at any byte offset) and decodes with the float operations of the
-// reference decoders (core/quant_legacy.cpp, quant_kquants.cpp) in the same
+// reference decoders (quant/legacy.cpp, quant/kquants.cpp) in the same
 // order. The _rn intrinsics keep nvcc from fusing a multiply and an add,
 // which the reference never does, so results match the CPU bit for bit.
 //
@@ -60,7 +60,7 @@ NASCENT_D int high_bit5(const uint8_t* qh, int j) {
   return int((u32(qh) >> j) & 1) << 4;
 }
 
-// quant_blocks.h's kquant_scale_min and q3k_scale, on the device.
+// quant/blocks.h's kquant_scale_min and q3k_scale, on the device.
 NASCENT_D void scale_min_k4(const uint8_t* scales, int j, int* sc, int* m) {
   if (j < 4) {
     *sc = scales[j] & 63;
@@ -88,47 +88,51 @@ NASCENT_D float decode(const uint8_t* b, int j) {
   } else if constexpr (T == QuantType::bf16) {
     return __uint_as_float(u16(b) << 16);
   } else if constexpr (T == QuantType::q4_0) {
-    const int q = nibble32(NASCENT_AT(BlockQ4_0, qs), j);
-    return mul(float(q - 8), f16(NASCENT_AT(BlockQ4_0, d)));
+    const int q = nibble32(NASCENT_AT(quant::BlockQ4_0, qs), j);
+    return mul(float(q - 8), f16(NASCENT_AT(quant::BlockQ4_0, d)));
   } else if constexpr (T == QuantType::q4_1) {
-    const int q = nibble32(NASCENT_AT(BlockQ4_1, qs), j);
-    return mul_add(float(q), f16(NASCENT_AT(BlockQ4_1, d)),
-                   f16(NASCENT_AT(BlockQ4_1, m)));
+    const int q = nibble32(NASCENT_AT(quant::BlockQ4_1, qs), j);
+    return mul_add(float(q), f16(NASCENT_AT(quant::BlockQ4_1, d)),
+                   f16(NASCENT_AT(quant::BlockQ4_1, m)));
   } else if constexpr (T == QuantType::q5_0) {
-    const int q = nibble32(NASCENT_AT(BlockQ5_0, qs), j) |
-                  high_bit5(NASCENT_AT(BlockQ5_0, qh), j);
-    return mul(float(q - 16), f16(NASCENT_AT(BlockQ5_0, d)));
+    const int q = nibble32(NASCENT_AT(quant::BlockQ5_0, qs), j) |
+                  high_bit5(NASCENT_AT(quant::BlockQ5_0, qh), j);
+    return mul(float(q - 16), f16(NASCENT_AT(quant::BlockQ5_0, d)));
   } else if constexpr (T == QuantType::q5_1) {
-    const int q = nibble32(NASCENT_AT(BlockQ5_1, qs), j) |
-                  high_bit5(NASCENT_AT(BlockQ5_1, qh), j);
-    return mul_add(float(q), f16(NASCENT_AT(BlockQ5_1, d)),
-                   f16(NASCENT_AT(BlockQ5_1, m)));
+    const int q = nibble32(NASCENT_AT(quant::BlockQ5_1, qs), j) |
+                  high_bit5(NASCENT_AT(quant::BlockQ5_1, qh), j);
+    return mul_add(float(q), f16(NASCENT_AT(quant::BlockQ5_1, d)),
+                   f16(NASCENT_AT(quant::BlockQ5_1, m)));
   } else if constexpr (T == QuantType::q8_0) {
-    const auto q = int8_t(NASCENT_AT(BlockQ8_0, qs)[j]);
-    return mul(float(q), f16(NASCENT_AT(BlockQ8_0, d)));
+    const auto q = int8_t(NASCENT_AT(quant::BlockQ8_0, qs)[j]);
+    return mul(float(q), f16(NASCENT_AT(quant::BlockQ8_0, d)));
   } else if constexpr (T == QuantType::q2_k) {
     // Sub-block s (16 values): bits 2 (s / 2 % 4) of qs[32 (s / 8) +
     // 16 (s % 2) + l].
     const int s = j / 16, l = j % 16;
-    const int sc = NASCENT_AT(BlockQ2_K, scales)[s];
-    const float dl = mul(f16(NASCENT_AT(BlockQ2_K, d)), float(sc & 0xF));
-    const float ml = mul(f16(NASCENT_AT(BlockQ2_K, dmin)), float(sc >> 4));
-    const int q = (NASCENT_AT(BlockQ2_K, qs)[32 * (s / 8) + 16 * (s % 2) + l] >>
-                   (2 * (s / 2 % 4))) &
-                  3;
+    const int sc = NASCENT_AT(quant::BlockQ2_K, scales)[s];
+    const float dl = mul(f16(NASCENT_AT(quant::BlockQ2_K, d)), float(sc & 0xF));
+    const float ml =
+        mul(f16(NASCENT_AT(quant::BlockQ2_K, dmin)), float(sc >> 4));
+    const int q =
+        (NASCENT_AT(quant::BlockQ2_K, qs)[32 * (s / 8) + 16 * (s % 2) + l] >>
+         (2 * (s / 2 % 4))) &
+        3;
     return mul_sub(dl, float(q), ml);
   } else if constexpr (T == QuantType::q3_k) {
     const int s = j / 16, l = 16 * (s % 2) + j % 16;
     const float dl =
-        mul(f16(NASCENT_AT(BlockQ3_K, d)),
-            float(scale_q3k(NASCENT_AT(BlockQ3_K, scales), s) - 32));
-    const int low =
-        (NASCENT_AT(BlockQ3_K, qs)[32 * (s / 8) + l] >> (2 * (s / 2 % 4))) & 3;
-    const bool high = (NASCENT_AT(BlockQ3_K, hmask)[l] & (1 << (s / 2))) != 0;
+        mul(f16(NASCENT_AT(quant::BlockQ3_K, d)),
+            float(scale_q3k(NASCENT_AT(quant::BlockQ3_K, scales), s) - 32));
+    const int low = (NASCENT_AT(quant::BlockQ3_K, qs)[32 * (s / 8) + l] >>
+                     (2 * (s / 2 % 4))) &
+                    3;
+    const bool high =
+        (NASCENT_AT(quant::BlockQ3_K, hmask)[l] & (1 << (s / 2))) != 0;
     return mul(dl, float(low - (high ? 0 : 4)));
   } else if constexpr (T == QuantType::q4_k || T == QuantType::q5_k) {
-    using Block =
-        std::conditional_t<T == QuantType::q4_k, BlockQ4_K, BlockQ5_K>;
+    using Block = std::conditional_t<T == QuantType::q4_k, quant::BlockQ4_K,
+                                     quant::BlockQ5_K>;
     const int s = j / 32, l = j % 32;
     int sc, m;
     scale_min_k4(NASCENT_AT(Block, scales), s, &sc, &m);
@@ -136,25 +140,27 @@ NASCENT_D float decode(const uint8_t* b, int j) {
     const float m1 = mul(f16(NASCENT_AT(Block, dmin)), float(m));
     int q = (NASCENT_AT(Block, qs)[32 * (s / 2) + l] >> (4 * (s % 2))) & 0xF;
     if constexpr (T == QuantType::q5_k) {
-      q |= ((NASCENT_AT(BlockQ5_K, qh)[l] >> s) & 1) << 4;
+      q |= ((NASCENT_AT(quant::BlockQ5_K, qh)[l] >> s) & 1) << 4;
     }
     return mul_sub(d1, float(q), m1);
   } else if constexpr (T == QuantType::q6_k) {
     // Value 128 h + 32 k + l: nibble k / 2 of ql[64 h + 32 (k % 2) + l],
     // bits 2 k of qh[32 h + l]; scale 8 h + 2 k + l / 16.
     const int h = j / 128, k = j % 128 / 32, l = j % 32;
-    const int low = (NASCENT_AT(BlockQ6_K, ql)[64 * h + 32 * (k % 2) + l] >>
-                     (4 * (k / 2))) &
-                    0xF;
-    const int high = (NASCENT_AT(BlockQ6_K, qh)[32 * h + l] >> (2 * k)) & 3;
+    const int low =
+        (NASCENT_AT(quant::BlockQ6_K, ql)[64 * h + 32 * (k % 2) + l] >>
+         (4 * (k / 2))) &
+        0xF;
+    const int high =
+        (NASCENT_AT(quant::BlockQ6_K, qh)[32 * h + l] >> (2 * k)) & 3;
     const int q = (low | (high << 4)) - 32;
     const auto sc =
-        int8_t(NASCENT_AT(BlockQ6_K, scales)[8 * h + 2 * k + l / 16]);
-    return mul(mul(f16(NASCENT_AT(BlockQ6_K, d)), float(sc)), float(q));
+        int8_t(NASCENT_AT(quant::BlockQ6_K, scales)[8 * h + 2 * k + l / 16]);
+    return mul(mul(f16(NASCENT_AT(quant::BlockQ6_K, d)), float(sc)), float(q));
   } else {
     static_assert(T == QuantType::q8_k);
-    const auto q = int8_t(NASCENT_AT(BlockQ8_K, qs)[j]);
-    return mul(__uint_as_float(u32(NASCENT_AT(BlockQ8_K, d))), float(q));
+    const auto q = int8_t(NASCENT_AT(quant::BlockQ8_K, qs)[j]);
+    return mul(__uint_as_float(u32(NASCENT_AT(quant::BlockQ8_K, d))), float(q));
   }
 }
 
@@ -184,11 +190,11 @@ void launch_blocks(Context& ctx, const uint8_t* w, int64_t ws, int64_t rows,
   if (block_size == 1) {
     dequantize_kernel<T, 1, int(sizeof(Block))>
         <<<grid, kThreads, 0, ctx.stream>>>(w, ws, rows, k, y);
-  } else if (block_size == kQK) {
-    dequantize_kernel<T, kQK, int(sizeof(Block))>
+  } else if (block_size == quant::kQK) {
+    dequantize_kernel<T, quant::kQK, int(sizeof(Block))>
         <<<grid, kThreads, 0, ctx.stream>>>(w, ws, rows, k, y);
   } else {
-    dequantize_kernel<T, kQK_K, int(sizeof(Block))>
+    dequantize_kernel<T, quant::kQK_K, int(sizeof(Block))>
         <<<grid, kThreads, 0, ctx.stream>>>(w, ws, rows, k, y);
   }
   check_launch("dequantize");
@@ -210,38 +216,38 @@ void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
       return launch_blocks<QuantType::bf16, uint16_t>(ctx, w, ws, rows, k, y,
                                                       bs);
     case QuantType::q4_0:
-      return launch_blocks<QuantType::q4_0, BlockQ4_0>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q4_0, quant::BlockQ4_0>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q4_1:
-      return launch_blocks<QuantType::q4_1, BlockQ4_1>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q4_1, quant::BlockQ4_1>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q5_0:
-      return launch_blocks<QuantType::q5_0, BlockQ5_0>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q5_0, quant::BlockQ5_0>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q5_1:
-      return launch_blocks<QuantType::q5_1, BlockQ5_1>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q5_1, quant::BlockQ5_1>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q8_0:
-      return launch_blocks<QuantType::q8_0, BlockQ8_0>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q8_0, quant::BlockQ8_0>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q2_k:
-      return launch_blocks<QuantType::q2_k, BlockQ2_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q2_k, quant::BlockQ2_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q3_k:
-      return launch_blocks<QuantType::q3_k, BlockQ3_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q3_k, quant::BlockQ3_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q4_k:
-      return launch_blocks<QuantType::q4_k, BlockQ4_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q4_k, quant::BlockQ4_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q5_k:
-      return launch_blocks<QuantType::q5_k, BlockQ5_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q5_k, quant::BlockQ5_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q6_k:
-      return launch_blocks<QuantType::q6_k, BlockQ6_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q6_k, quant::BlockQ6_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
     case QuantType::q8_k:
-      return launch_blocks<QuantType::q8_k, BlockQ8_K>(ctx, w, ws, rows, k, y,
-                                                       bs);
+      return launch_blocks<QuantType::q8_k, quant::BlockQ8_K>(ctx, w, ws, rows,
+                                                              k, y, bs);
   }
 }
 
@@ -260,8 +266,8 @@ void Backend::quant(QuantOp op, const Tensor* x,
     const std::vector<float> values = x->to_vector<float>();
     std::vector<uint8_t> blocks(size_t(rows * bytes));
     for (int64_t r = 0; r < rows; ++r) {
-      quantize_row(a.type, values.data() + r * k, blocks.data() + r * bytes,
-                   k);
+      quant::quantize_row(a.type, values.data() + r * k,
+                          blocks.data() + r * bytes, k);
     }
     copy(from_data(blocks.data(), {rows, bytes}, DType::u8, *this), *a.out);
     return;

@@ -1,5 +1,5 @@
 // softmax and log_softmax with the CPU backend's semantics
-// (cpu/softmax.cpp): f16, bf16 and f32 compute in float with the sum of
+// (cpu/softmax_simd.cpp): f16, bf16 and f32 compute in float with the sum of
 // exponentials reduced in double across threads; a NaN in a row makes the
 // row NaN and +inf gives NaN, as in PyTorch. x is contiguous, seen as
 // [outer, len, inner] around the axis.

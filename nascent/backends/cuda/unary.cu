@@ -79,7 +79,7 @@ NASCENT_D float erfc_positive(float z, float hi, float lo) {
 }
 
 // gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2, with x^2 / 2 formed
-// exactly (cpu/simd_math-inl.h, Gelu).
+// exactly (cpu/simd/math-inl.h, Gelu).
 template <bool kFast>
 struct Gelu {
   NASCENT_D float operator()(float x) const {

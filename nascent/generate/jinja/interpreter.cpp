@@ -37,7 +37,7 @@ std::vector<std::string> characters(const std::string& s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
     uint32_t cp;
-    size_t n = unicode::decode_utf8(s, i, &cp);
+    size_t n = tokenizer::unicode::decode_utf8(s, i, &cp);
     if (n == 0) n = 1;
     out.push_back(s.substr(i, n));
     i += n;

@@ -9,7 +9,7 @@ namespace nascent::jinja {
 namespace {
 
 bool py_space(uint32_t cp) {
-  return unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F);
+  return tokenizer::unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F);
 }
 
 // Python's str.splitlines() boundaries, joined back with "\n".
@@ -373,7 +373,7 @@ class Lexer {
                                    : std::tolower(h) - 'a' + 10);
           }
           if (cp > 0x10FFFF) fail("escape beyond U+10FFFF in a string literal");
-          unicode::append_utf8(out, cp);
+          tokenizer::unicode::append_utf8(out, cp);
           i += n;
           break;
         }
@@ -402,7 +402,7 @@ class Lexer {
 
 bool py_space_at(std::string_view s, size_t pos, size_t* len) {
   uint32_t cp = 0;
-  size_t n = unicode::decode_utf8(s, pos, &cp);
+  size_t n = tokenizer::unicode::decode_utf8(s, pos, &cp);
   if (n == 0 || !py_space(cp)) return false;
   *len = n;
   return true;

@@ -115,4 +115,70 @@ Config Config::from_gguf(const gguf::Reader& file) {
   return c;
 }
 
+uint32_t pure_file_type(QuantType type) {
+  switch (type) {
+    case QuantType::f32:
+      return 0;
+    case QuantType::f16:
+      return 1;
+    case QuantType::q4_0:
+      return 2;
+    case QuantType::q4_1:
+      return 3;
+    case QuantType::q8_0:
+      return 7;
+    case QuantType::q5_0:
+      return 8;
+    case QuantType::q5_1:
+      return 9;
+    case QuantType::q2_k:
+      return 10;
+    case QuantType::q3_k:
+      return 11;  // Q3_K_S: all q3_K.
+    case QuantType::q4_k:
+      return 14;  // Q4_K_S
+    case QuantType::q5_k:
+      return 16;  // Q5_K_S
+    case QuantType::q6_k:
+      return 18;
+    case QuantType::bf16:
+      return 32;
+    case QuantType::q8_k:
+      break;
+  }
+  throw ValueError(fmt::format(
+      "general.file_type: {} is not a type of model weights", name(type)));
+}
+
+gguf::Metadata Config::to_gguf(QuantType weights) const {
+  auto u32 = [](int64_t v) { return gguf::Value(uint32_t(v)); };
+  const std::string a = arch + ".";
+  gguf::Metadata m;
+  m.set("general.architecture", gguf::Value(arch));
+  m.set("general.file_type", gguf::Value(pure_file_type(weights)));
+  if (weights != QuantType::f32 && weights != QuantType::f16 &&
+      weights != QuantType::bf16) {
+    m.set("general.quantization_version", u32(2));
+  }
+  m.set(a + "context_length", u32(n_ctx_train));
+  m.set(a + "embedding_length", u32(n_embd));
+  m.set(a + "block_count", u32(n_layer));
+  m.set(a + "feed_forward_length", u32(n_ff));
+  m.set(a + "attention.head_count", u32(n_head));
+  m.set(a + "attention.head_count_kv", u32(n_head_kv));
+  if (head_dim * n_head != n_embd) {
+    m.set(a + "attention.key_length", u32(head_dim));
+    m.set(a + "attention.value_length", u32(head_dim));
+  }
+  m.set(a + "attention.layer_norm_rms_epsilon", gguf::Value(float(rms_eps)));
+  m.set(a + "rope.freq_base", gguf::Value(float(rope_freq_base)));
+  m.set(a + "rope.dimension_count", u32(rope_dim));
+  if (rope_scale != 1.0) {
+    m.set(a + "rope.scaling.type", gguf::Value("linear"));
+    m.set(a + "rope.scaling.factor", gguf::Value(float(rope_scale)));
+  }
+  m.set(a + "vocab_size", u32(n_vocab));
+  return m;
+}
+
 }  // namespace nascent::llama

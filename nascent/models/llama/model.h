@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nascent/core/backend.h"
+#include "nascent/core/quant.h"
 #include "nascent/core/tensor.h"
 #include "nascent/io/gguf_reader.h"
 
@@ -55,7 +56,17 @@ struct Config {
   // required key is missing, mistyped or out of range, or the architecture
   // is not one of the above.
   static Config from_gguf(const gguf::Reader& file);
+  // The general.* and <arch>.* keys from_gguf reads back as this Config,
+  // for a file whose matrices are `weights` (general.file_type); the
+  // tokenizer.* keys are the caller's. The flags read from tensors
+  // (tied_output, qkv_bias, rope_freqs) are the caller's tensors to write.
+  gguf::Metadata to_gguf(QuantType weights) const;
 };
+
+// GGUF's general.file_type (llama_ftype) of a file whose 2-D weights are
+// all `type` (ValueError for
+// q8_K, which is not a type of weights).
+uint32_t pure_file_type(QuantType type);
 
 struct LoadOptions {
   // Context length (KV cache positions); 0: min(n_ctx_train, 4096).

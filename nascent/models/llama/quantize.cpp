@@ -98,6 +98,35 @@ bool use_more_bits(int i_layer, int n_layers) {
          (i_layer - n_layers / 8) % 3 == 2;
 }
 
+// llama.cpp's tensor_type_fallback (applied with --pure too): rows that
+// are not whole blocks of `type` take a type of 32-value blocks, or f16
+// when those do not fit either.
+QuantType fallback_type(const gguf::TensorInfo& t, QuantType type,
+                        bool& fallback) {
+  using Q = QuantType;
+  const int64_t nx = t.shape.back();
+  if (nx % block_size(type) == 0) return type;
+  fallback = true;
+  switch (type) {
+    case Q::q2_k:
+    case Q::q3_k:
+      type = Q::q4_0;
+      break;
+    case Q::q4_k:
+      type = Q::q5_0;
+      break;
+    case Q::q5_k:
+      type = Q::q5_1;
+      break;
+    case Q::q6_k:
+      type = Q::q8_0;
+      break;
+    default:  // Already 32-value blocks: nothing smaller but f16.
+      break;
+  }
+  return nx % block_size(type) == 0 ? type : Q::f16;
+}
+
 QuantType rule_type(RuleState& s, const gguf::TensorInfo& t, QuantType type,
                     bool& fallback) {
   using Q = QuantType;
@@ -158,31 +187,7 @@ QuantType rule_type(RuleState& s, const gguf::TensorInfo& t, QuantType type,
     if (f == F::q4_k_m) type = Q::q5_k;
     if (f == F::q5_k_m) type = Q::q6_k;
   }
-  if (nx % block_size(type) == 0) return type;
-  // Rows that are not whole blocks: llama.cpp's fallbacks.
-  fallback = true;
-  switch (type) {
-    case Q::q4_k:
-      type = Q::q5_0;
-      break;
-    case Q::q5_k:
-      type = Q::q5_1;
-      break;
-    case Q::q6_k:
-      type = Q::q8_0;
-      break;
-    case Q::q2_k:
-    case Q::q3_k:
-      throw ValueError(fmt::format(
-          "quantize: {} has rows of {} values, not whole {} blocks of 256; "
-          "llama.cpp would fall back to iq4_nl, which nascent does not have",
-          n, nx, name(type)));
-    default:
-      throw ValueError(fmt::format(
-          "quantize: {} has rows of {} values, not whole {} blocks of {}", n,
-          nx, name(type), block_size(type)));
-  }
-  return nx % block_size(type) == 0 ? type : Q::f16;
+  return fallback_type(t, type, fallback);
 }
 
 }  // namespace
@@ -282,8 +287,9 @@ std::vector<TensorPlan> plan_quantization(
     p = {t.name, t.shape, t.type, t.type, false};
     if (!quantizable(t)) continue;
     QuantType to = base;
-    if (!options.pure && !is_float_type(base)) {
-      to = rule_type(s, t, base, p.fallback);
+    if (!is_float_type(base)) {
+      to = options.pure ? fallback_type(t, base, p.fallback)
+                        : rule_type(s, t, base, p.fallback);
     }
     if (options.token_embedding_type && t.name == "token_embd.weight") {
       to = *options.token_embedding_type;

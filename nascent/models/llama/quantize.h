@@ -3,7 +3,8 @@
 // choices (llama_tensor_get_type in llama.cpp's src/llama-quant.cpp): the
 // output projection in q6_K, more bits for attn_v and ffn_down in some layers
 // of the _M mixes, norms and other 1-D tensors left as they are, fallbacks
-// for rows that are not whole k-quant blocks. Without an importance matrix
+// for rows that are not whole k-quant blocks (llama.cpp 0.3.36's
+// tensor_type_fallback, with --pure too). Without an importance matrix
 // llama.cpp quantizes with ggml's reference quantizers, which core/quant.h
 // follows, so both write the same bytes.
 #pragma once
@@ -75,8 +76,9 @@ struct TensorPlan {
 // The type of every tensor of a llama model (general.architecture llama,
 // llama.block_count, llama.attention.head_count[_kv]), in file order.
 // ValueError when a tensor cannot take the type it needs (rows that are no
-// whole blocks of any fallback, or a quantized input without
-// allow_requantize), naming the tensor; FormatError for missing metadata.
+// whole blocks of an --output-tensor-type or --token-embedding-type, or a
+// quantized input without allow_requantize), naming the tensor; FormatError
+// for missing metadata.
 std::vector<TensorPlan> plan_quantization(
     const gguf::Metadata& metadata,
     const std::vector<gguf::TensorInfo>& tensors,

@@ -76,41 +76,6 @@ constexpr const char* kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's ▁.
 
 }  // namespace
 
-uint32_t pure_file_type(QuantType type) {
-  switch (type) {
-    case QuantType::f32:
-      return 0;
-    case QuantType::f16:
-      return 1;
-    case QuantType::q4_0:
-      return 2;
-    case QuantType::q4_1:
-      return 3;
-    case QuantType::q8_0:
-      return 7;
-    case QuantType::q5_0:
-      return 8;
-    case QuantType::q5_1:
-      return 9;
-    case QuantType::q2_k:
-      return 10;
-    case QuantType::q3_k:
-      return 11;  // Q3_K_S: all q3_K.
-    case QuantType::q4_k:
-      return 14;  // Q4_K_S
-    case QuantType::q5_k:
-      return 16;  // Q5_K_S
-    case QuantType::q6_k:
-      return 18;
-    case QuantType::bf16:
-      return 32;
-    case QuantType::q8_k:
-      break;
-  }
-  throw ValueError(fmt::format(
-      "random model: {} is not a type of model weights", name(type)));
-}
-
 gguf::Metadata synthetic_spm_vocab(int64_t n_vocab) {
   if (n_vocab < 300) {
     throw ValueError(fmt::format(
@@ -198,26 +163,27 @@ gguf::Metadata random_model_metadata(const RandomModelConfig& c) {
   if (!c.chat_template.empty()) {
     vocab.set("tokenizer.chat_template", gguf::Value(c.chat_template));
   }
-  auto u32 = [](int64_t v) { return gguf::Value(uint32_t(v)); };
-  int64_t n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());
+  Config model;
+  model.arch = "llama";
+  model.n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());
+  model.n_embd = c.n_embd;
+  model.n_layer = c.n_layer;
+  model.n_head = c.n_head;
+  model.n_head_kv = c.n_head_kv;
+  model.head_dim = c.n_embd / c.n_head;
+  model.rope_dim = model.head_dim;
+  model.n_ff = c.n_ff;
+  model.n_ctx_train = c.n_ctx;
+  model.rms_eps = c.rms_eps;
+  model.rope_freq_base = c.rope_freq_base;
+  // general.name second, as the files written before to_gguf existed.
   gguf::Metadata m;
   m.set("general.architecture", gguf::Value("llama"));
   m.set("general.name", gguf::Value("nascent random llama"));
-  m.set("general.file_type", gguf::Value(pure_file_type(c.type)));
-  if (c.type != QuantType::f32 && c.type != QuantType::f16 &&
-      c.type != QuantType::bf16) {
-    m.set("general.quantization_version", u32(2));
+  const gguf::Metadata keys = model.to_gguf(c.type);
+  for (const auto& [key, value] : keys.entries()) {
+    m.set(key, value);
   }
-  m.set("llama.context_length", u32(c.n_ctx));
-  m.set("llama.embedding_length", u32(c.n_embd));
-  m.set("llama.block_count", u32(c.n_layer));
-  m.set("llama.feed_forward_length", u32(c.n_ff));
-  m.set("llama.attention.head_count", u32(c.n_head));
-  m.set("llama.attention.head_count_kv", u32(c.n_head_kv));
-  m.set("llama.attention.layer_norm_rms_epsilon", gguf::Value(c.rms_eps));
-  m.set("llama.rope.freq_base", gguf::Value(c.rope_freq_base));
-  m.set("llama.rope.dimension_count", u32(c.n_embd / c.n_head));
-  m.set("llama.vocab_size", u32(n_vocab));
   for (const auto& [key, value] : vocab.entries()) m.set(key, value);
   return m;
 }

@@ -14,6 +14,7 @@
 
 #include "nascent/core/quant.h"
 #include "nascent/io/gguf.h"
+#include "nascent/models/llama/model.h"
 
 namespace nascent::llama {
 
@@ -59,9 +60,5 @@ gguf::Metadata random_model_metadata(const RandomModelConfig& config);
 // is generated while it is written, by ops of the default backend).
 void write_random_model(const RandomModelConfig& config,
                         const std::string& path);
-
-// GGUF's general.file_type (llama_ftype) of a file whose 2-D weights are
-// all `type`.
-uint32_t pure_file_type(QuantType type);
 
 }  // namespace nascent::llama

@@ -91,7 +91,7 @@ TEST(CpuArgStreams, MatchesPlainScan) {
 TEST(CpuArgStreams, RowsLongerThanABlock) {
   cpu::Backend cpu;
   const int saved = cpu::num_threads();
-  constexpr int64_t kBlock = int64_t(1) << 16;  // reduce_plan.h's.
+  constexpr int64_t kBlock = int64_t(1) << 16;  // reduce/plan.h's.
   // Two whole blocks, and three plus a partial one.
   for (int64_t n : {2 * kBlock, 3 * kBlock + 1000}) {
     const int64_t rows = 14;

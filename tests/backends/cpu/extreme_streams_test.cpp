@@ -173,7 +173,7 @@ TEST(CpuExtremeStreams, ColumnsMatchPlainScan) {
 TEST(CpuExtremeStreams, RunsLongerThanABlock) {
   cpu::Backend cpu;
   const int saved = cpu::num_threads();
-  constexpr int64_t kBlock = int64_t(1) << 16;  // reduce_plan.h's.
+  constexpr int64_t kBlock = int64_t(1) << 16;  // reduce/plan.h's.
   const int64_t n = 5 * kBlock + 100;
   const std::vector<float> base = small_ints(n);
   struct Case {

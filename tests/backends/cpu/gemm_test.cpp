@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
-#include "nascent/backends/cpu/gemm.h"
+#include "nascent/backends/cpu/gemm/gemm.h"
 #include "nascent/backends/cpu/thread_pool.h"
 
 namespace nascent::cpu {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "nascent/backends/cpu/gemm_xwt.h"
+#include "nascent/backends/cpu/gemm/xwt.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/dtype.h"
 #include "tests/backends/cpu/random_values.h"

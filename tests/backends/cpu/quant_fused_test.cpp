@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "nascent/backends/cpu/backend.h"
-#include "nascent/backends/cpu/quant_fused.h"
+#include "nascent/backends/cpu/quant/fused.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
 #include "nascent/quant/codec.h"
@@ -34,7 +34,8 @@ Weights make_weights(QuantType type, int64_t n, int64_t k, uint32_t seed) {
   const size_t rb = row_bytes(type, k);
   Weights w{type, n, std::vector<uint8_t>(size_t(n) * rb)};
   for (int64_t j = 0; j < n; ++j) {
-    quantize_row(type, v.data() + j * k, w.bytes.data() + size_t(j) * rb, k);
+    quant::quantize_row(type, v.data() + j * k, w.bytes.data() + size_t(j) * rb,
+                        k);
   }
   return w;
 }

@@ -47,7 +47,7 @@ void expect_qmatmul(QuantType type, const std::vector<float>& x,
   const int64_t xblock = block_size(type) == 256 ? 256 : 32;
   int failures = 0;
   for (int64_t j = 0; j < n; ++j) {
-    dequantize_row(type, w.data() + size_t(j) * rb, wf.data(), k);
+    quant::dequantize_row(type, w.data() + size_t(j) * rb, wf.data(), k);
     for (int64_t i = 0; i < m; ++i) {
       const float* xi = x.data() + i * k;
       double want = 0, magnitude = 0, x_error = 0;
@@ -77,7 +77,7 @@ std::vector<uint8_t> quantize_rows(QuantType type, const std::vector<float>& w,
   const size_t rb = row_bytes(type, k);
   std::vector<uint8_t> out(size_t(n) * rb);
   for (int64_t j = 0; j < n; ++j) {
-    quantize_row(type, w.data() + j * k, out.data() + size_t(j) * rb, k);
+    quant::quantize_row(type, w.data() + j * k, out.data() + size_t(j) * rb, k);
   }
   return out;
 }
@@ -262,7 +262,7 @@ TEST(QuantDequantize, MatchesTheReferenceForEveryType) {
     ASSERT_EQ(d.shape(), (Shape{2, n / 2, k}));
     std::vector<float> want(static_cast<size_t>(n * k));
     for (int64_t j = 0; j < n; ++j) {
-      dequantize_row(type, w.data() + j * rb, want.data() + j * k, k);
+      quant::dequantize_row(type, w.data() + j * rb, want.data() + j * k, k);
     }
     EXPECT_EQ(d.to_vector<float>(), want) << name(type);
   }
@@ -274,7 +274,7 @@ TEST(QuantDequantize, QuantizeFrontEndMatchesQuantizeRow) {
   const Tensor q = quantize(from_vector(v, {3, 256}, cpu), QuantType::q4_k);
   ASSERT_EQ(q.shape(), (Shape{3, 144}));
   std::vector<uint8_t> want(3 * 144);
-  quantize_row(QuantType::q4_k, v.data(), want.data(), 3 * 256);
+  quant::quantize_row(QuantType::q4_k, v.data(), want.data(), 3 * 256);
   EXPECT_EQ(q.to_vector<uint8_t>(), want);
 }
 

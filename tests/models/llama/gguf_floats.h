@@ -17,8 +17,8 @@ inline std::vector<float> floats(const gguf::Reader& r,
   auto bytes = r.tensor_data(t);
   size_t stride = row_bytes(t.type, cols);
   for (int64_t row = 0; row < t.numel() / cols; ++row) {
-    dequantize_row(t.type, bytes.data() + size_t(row) * stride,
-                   out.data() + row * cols, cols);
+    quant::dequantize_row(t.type, bytes.data() + size_t(row) * stride,
+                          out.data() + row * cols, cols);
   }
   return out;
 }

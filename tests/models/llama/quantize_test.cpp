@@ -97,7 +97,7 @@ TEST(Quantize, RoundTripErrorPerType) {
         }
         ASSERT_EQ(tq.type, want) << t.name << " " << llama::name(type);
         std::vector<uint8_t> ref(row_bytes(want, t.numel()));
-        quantize_row(want, x.data(), ref.data(), t.numel());
+        quant::quantize_row(want, x.data(), ref.data(), t.numel());
         auto got = q.tensor_data(tq);
         ASSERT_EQ(got.size(), ref.size());
         EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size()), 0)
@@ -311,13 +311,36 @@ TEST(Quantize, RowsThatAreNotWholeBlocksFallBack) {
     EXPECT_EQ(p.to, want) << p.name;
     EXPECT_EQ(p.fallback, p.name != "output.weight") << p.name;
   }
+  // q2_K and q3_K fall back to q4_0 (llama.cpp 0.3.36; older versions
+  // took iq4_nl).
   o.type = FileType::q2_k;
-  expect_error<ValueError>([&] { llama::plan_quantization(f.m, f.tensors, o); },
-                           {"token_embd.weight", "96", "q2_K", "iq4_nl"});
+  for (const auto& p : llama::plan_quantization(f.m, f.tensors, o)) {
+    if (p.shape.size() == 1) continue;
+    // attn_v, ffn_down and attn_output take q3_K in the mix: q4_0 too.
+    EXPECT_EQ(p.to,
+              p.name == "output.weight" ? QuantType::q8_0 : QuantType::q4_0)
+        << p.name;
+  }
+  // --pure: no mix, but the same fallbacks.
   o.type = FileType::q4_k_m;
-  o.pure = true;  // No mix, no fallback.
+  o.pure = true;
+  for (const auto& p : llama::plan_quantization(f.m, f.tensors, o)) {
+    if (p.shape.size() == 1) continue;
+    EXPECT_EQ(p.to, QuantType::q5_0) << p.name;
+    EXPECT_TRUE(p.fallback) << p.name;
+  }
+  // Rows of 80: not whole 32-value blocks either, so f16.
+  FakeModel g = fake_model(2, 80, 5, 1);
+  o.type = FileType::q4_0;
+  o.pure = false;
+  for (const auto& p : llama::plan_quantization(g.m, g.tensors, o)) {
+    if (p.shape.size() == 1) continue;
+    EXPECT_EQ(p.to, QuantType::f16) << p.name;
+  }
+  // A type asked for by name gets no fallback: an error naming it.
+  o.token_embedding_type = QuantType::q4_k;
   expect_error<ValueError>([&] { llama::plan_quantization(f.m, f.tensors, o); },
-                           {"output.weight", "96", "q4_K"});
+                           {"token_embd.weight", "96", "q4_K"});
 }
 
 TEST(Quantize, Errors) {

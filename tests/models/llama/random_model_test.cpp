@@ -138,7 +138,7 @@ TEST(RandomModel, QuantizedWeightsAreTheF32OnesQuantized) {
       EXPECT_EQ(tq.type, t.shape.size() == 1 ? QuantType::f32 : type);
       std::vector<float> x = floats(f, t);
       std::vector<uint8_t> bytes(row_bytes(tq.type, t.numel()));
-      quantize_row(tq.type, x.data(), bytes.data(), t.numel());
+      quant::quantize_row(tq.type, x.data(), bytes.data(), t.numel());
       auto got = q.tensor_data(tq);
       ASSERT_EQ(got.size(), bytes.size());
       EXPECT_EQ(std::memcmp(got.data(), bytes.data(), bytes.size()), 0)
@@ -149,12 +149,12 @@ TEST(RandomModel, QuantizedWeightsAreTheF32OnesQuantized) {
 
 TEST(RandomModel, SyntheticVocabularyTokenizes) {
   gguf::Metadata m = llama::synthetic_spm_vocab(333);
-  Tokenizer t = Tokenizer::from_gguf(m);
+  tokenizer::Tokenizer t = tokenizer::Tokenizer::from_gguf(m);
   EXPECT_EQ(t.size(), 333u);
   EXPECT_EQ(t.bos(), 1);
   EXPECT_EQ(t.eos(), 2);
   std::string text = "hello world the rain, \xc3\xa9t\xc3\xa9 42!";
-  std::vector<TokenId> ids = t.encode(text, false, false);
+  std::vector<tokenizer::TokenId> ids = t.encode(text, false, false);
   EXPECT_LT(ids.size(), text.size());  // Pieces merged, not only bytes.
   EXPECT_EQ(t.decode(ids), text);
 }

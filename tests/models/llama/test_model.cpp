@@ -37,8 +37,8 @@ struct Builder {
     const size_t row = row_bytes(type, cols);
     std::vector<std::byte> bytes(row * size_t(rows));
     for (int64_t r = 0; r < rows; ++r) {
-      quantize_row(type, values.data() + r * cols, bytes.data() + r * row,
-                   cols);
+      quant::quantize_row(type, values.data() + r * cols,
+                          bytes.data() + r * row, cols);
     }
     w.add_tensor(name, {rows, cols}, type, std::move(bytes));
   }
@@ -129,7 +129,8 @@ Vec load(const gguf::Reader& f, const std::string& name) {
       reinterpret_cast<const uint8_t*>(f.tensor_data(info).data());
   const size_t row = row_bytes(info.type, cols);
   for (int64_t r = 0; r < rows; ++r) {
-    dequantize_row(info.type, src + size_t(r) * row, v.data() + r * cols, cols);
+    quant::dequantize_row(info.type, src + size_t(r) * row, v.data() + r * cols,
+                          cols);
   }
   return Vec(v.begin(), v.end());
 }
