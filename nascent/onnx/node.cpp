@@ -153,6 +153,7 @@ const Registry& registry() {
     Registry reg;
     register_elementwise(reg);
     register_nn(reg);
+    register_pool(reg);
     register_shape(reg);
     register_reduce(reg);
     register_resize(reg);

@@ -75,6 +75,7 @@ const Registry& registry();
 
 void register_elementwise(Registry& r);  // ops_elementwise.cpp
 void register_nn(Registry& r);           // ops_nn.cpp
+void register_pool(Registry& r);         // ops_pool.cpp
 void register_shape(Registry& r);        // ops_shape.cpp
 void register_reduce(Registry& r);       // ops_reduce.cpp
 void register_resize(Registry& r);       // ops_resize.cpp
