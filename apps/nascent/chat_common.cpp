@@ -51,7 +51,8 @@ std::string chat_template_source(const std::string& file_or_name) {
   return read_text(file_or_name, "--chat-template");
 }
 
-ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok, const ChatTemplateArgs& a,
+ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
+                                const ChatTemplateArgs& a,
                                 const char* command) {
   const std::string source = a.chat_template.empty()
                                  ? std::string()
@@ -91,12 +92,11 @@ std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
   }
 }
 
-std::vector<tokenizer::TokenId> encode_chat_prompt(const tokenizer::Tokenizer& tok,
-                                        const std::string& prompt,
-                                        bool verbose) {
+std::vector<tokenizer::TokenId> encode_chat_prompt(
+    const tokenizer::Tokenizer& tok, const std::string& prompt, bool verbose) {
   const bool add_bos =
-      tok.add_bos() &&
-      !(tok.bos() != tokenizer::kNoToken && prompt.starts_with(tok.token_text(tok.bos())));
+      tok.add_bos() && !(tok.bos() != tokenizer::kNoToken &&
+                         prompt.starts_with(tok.token_text(tok.bos())));
   std::vector<tokenizer::TokenId> ids = tok.encode(prompt, add_bos, true);
   if (verbose) {
     fmt::print(stderr, "prompt ({} tokens):\n{}\n[end of prompt]\n", ids.size(),
@@ -105,7 +105,8 @@ std::vector<tokenizer::TokenId> encode_chat_prompt(const tokenizer::Tokenizer& t
   return ids;
 }
 
-void print_stop_tokens(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::TokenId>& ids) {
+void print_stop_tokens(const tokenizer::Tokenizer& tok,
+                       const std::vector<tokenizer::TokenId>& ids) {
   std::vector<std::string> names;
   for (tokenizer::TokenId id : ids) {
     names.push_back(fmt::format("{} '{}'", id, tok.token_text(id)));

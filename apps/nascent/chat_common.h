@@ -27,8 +27,8 @@ void add_chat_template_options(CLI::App& sub, ChatTemplateArgs& a);
 std::string chat_template_source(const std::string& file_or_name);
 // The template for a model, parsed; errors name `command` and say how to
 // override the template.
-ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok, const ChatTemplateArgs& a,
-                                const char* command);
+ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
+                                const ChatTemplateArgs& a, const char* command);
 // A JSON object as template variables ("" gives none). ValueError for bad
 // JSON or JSON that is not an object.
 jinja::Dict parse_template_kwargs(const std::string& json, const char* what);
@@ -41,11 +41,11 @@ std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
 // The token ids of a rendered chat prompt: BOS as the vocabulary asks,
 // unless the template wrote it already. With `verbose`, prints the prompt
 // and its token count to stderr.
-std::vector<tokenizer::TokenId> encode_chat_prompt(const tokenizer::Tokenizer& tok,
-                                        const std::string& prompt,
-                                        bool verbose);
+std::vector<tokenizer::TokenId> encode_chat_prompt(
+    const tokenizer::Tokenizer& tok, const std::string& prompt, bool verbose);
 // "end-of-turn tokens: ..." to stderr (--verbose-prompt).
-void print_stop_tokens(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::TokenId>& ids);
+void print_stop_tokens(const tokenizer::Tokenizer& tok,
+                       const std::vector<tokenizer::TokenId>& ids);
 
 // JSON text, or @FILE for a file's.
 std::string json_argument(const std::string& arg);

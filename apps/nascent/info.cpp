@@ -52,7 +52,8 @@ void print_tokenizer(const nascent::gguf::Metadata& m) {
       try {
         const ChatTemplate ct = ChatTemplate::for_model(t);
         std::vector<std::string> eot;
-        for (tokenizer::TokenId i : ct.end_of_turn_tokens(t)) eot.push_back(id(i));
+        for (tokenizer::TokenId i : ct.end_of_turn_tokens(t))
+          eot.push_back(id(i));
         fmt::print("chat template: Jinja, {} bytes, end of turn {}\n",
                    tmpl.size(),
                    eot.empty() ? std::string("EOS only")

@@ -75,7 +75,8 @@ constexpr Builtin kBuiltins[] = {
      "{%- else %}{{- eos_token }}{%- endif %}"},
 };
 
-std::string token_text_or_empty(const tokenizer::Tokenizer& tok, tokenizer::TokenId id) {
+std::string token_text_or_empty(const tokenizer::Tokenizer& tok,
+                                tokenizer::TokenId id) {
   return id == tokenizer::kNoToken ? std::string() : tok.token_text(id);
 }
 
@@ -172,7 +173,8 @@ std::vector<tokenizer::TokenId> ChatTemplate::end_of_turn_tokens(
   const std::string after = text.substr(at + kMarker.size());
   for (tokenizer::TokenId id : tok.encode(after, false, true)) {
     const tokenizer::TokenType type = tok.token_type(id);
-    if (type == tokenizer::TokenType::control || type == tokenizer::TokenType::user_defined) {
+    if (type == tokenizer::TokenType::control ||
+        type == tokenizer::TokenType::user_defined) {
       if (id == tok.bos()) return {};
       return {id};
     }

@@ -65,8 +65,8 @@ class ChatTemplate {
   // first control token after an assistant message: <|im_end|>, <|eot_id|>,
   // <end_of_turn>, </s>...); generation stops at them beside EOS. Empty
   // when there is none or a probe conversation does not render.
-  std::vector<tokenizer::TokenId> end_of_turn_tokens(const tokenizer::Tokenizer& tok,
-                                          const jinja::Dict& extra = {}) const;
+  std::vector<tokenizer::TokenId> end_of_turn_tokens(
+      const tokenizer::Tokenizer& tok, const jinja::Dict& extra = {}) const;
 
   const std::string& source() const { return source_; }
 

@@ -154,8 +154,10 @@ TEST(ChatTemplate, EndOfTurnTokens) {
   NASCENT_SHARED_FILE_OR_SKIP(qwen_path, "tokenizer/ggml-vocab-qwen2.gguf");
   NASCENT_SHARED_FILE_OR_SKIP(llama_path,
                               "tokenizer/ggml-vocab-llama-bpe.gguf");
-  const tokenizer::Tokenizer qwen = tokenizer::Tokenizer::from_gguf_file(qwen_path);
-  const tokenizer::Tokenizer llama = tokenizer::Tokenizer::from_gguf_file(llama_path);
+  const tokenizer::Tokenizer qwen =
+      tokenizer::Tokenizer::from_gguf_file(qwen_path);
+  const tokenizer::Tokenizer llama =
+      tokenizer::Tokenizer::from_gguf_file(llama_path);
   auto names = [](const tokenizer::Tokenizer& tok, const ChatTemplate& t) {
     std::vector<std::string> out;
     for (tokenizer::TokenId id : t.end_of_turn_tokens(tok)) {

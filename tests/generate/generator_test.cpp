@@ -175,8 +175,8 @@ TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
   const GenerateResult r = make(o).generate("the");
   EXPECT_EQ(r.stop_reason, StopReason::eog);
   EXPECT_EQ(r.tokens,
-            std::vector<tokenizer::TokenId>(free_run.tokens.begin(),
-                                 free_run.tokens.begin() + first + 1));
+            std::vector<tokenizer::TokenId>(
+                free_run.tokens.begin(), free_run.tokens.begin() + first + 1));
   // ignore_eos keeps going past them too.
   o.ignore_eos = true;
   EXPECT_EQ(make(o).generate("the").tokens, free_run.tokens);

@@ -4,6 +4,7 @@
 // at a limit instead of crashing or hanging.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "nascent/generate/jinja/template.h"
@@ -141,6 +142,21 @@ TEST(Jinja, HostileTemplatesStopAtTheLimits) {
   std::string deep_ifs;
   for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
   expect_error(deep_ifs, "nesting deeper than");
+  // Many steps over large strings: stopped by the clock.
+  Limits quick;
+  quick.max_seconds = 0.2;
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_error(
+      "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}"
+      "{% set t = s.upper() %}{% endfor %}",
+      "rendering took longer than 0.2 s", quick);
+  // Loop-free statements are checked too.
+  std::string flat = "{% set s = 'x' * 1000000 %}";
+  for (int i = 0; i < 20000; ++i) flat += "{% set t = s.upper() %}";
+  expect_error(flat, "longer than 0.2 s", quick);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count(),
+            5.0);
   Limits tiny;
   tiny.max_template_bytes = 10;
   EXPECT_THROW(Template("{{ 'more than ten bytes' }}", tiny), TemplateError);

@@ -1,5 +1,6 @@
 #include "nascent/generate/jinja/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -89,10 +90,29 @@ Interpreter::Depth::Depth(Interpreter& in) : in_(in) {
     fault(fmt::format("nesting deeper than {} levels (recursion?)",
                       in_.limits_.max_depth));
   }
+  if ((++in_.steps_ & 255) == 0) {
+    try {
+      in_.check_time();
+    } catch (...) {
+      --in_.depth_;
+      throw;
+    }
+  }
 }
 
 Interpreter::Interpreter(const Limits& limits, std::time_t now)
-    : limits_(limits), now_(now) {}
+    : limits_(limits),
+      now_(now),
+      deadline_(std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(
+                        std::min(limits.max_seconds, 1e6)))) {}
+
+void Interpreter::check_time() {
+  if (std::chrono::steady_clock::now() > deadline_) {
+    fault(fmt::format("rendering took longer than {} s", limits_.max_seconds));
+  }
+}
 
 void Interpreter::check_size(size_t bytes, const char* what) const {
   if (bytes > limits_.max_output_bytes) {
@@ -106,6 +126,7 @@ void Interpreter::count_iteration(const char* what) {
     fault(fmt::format("{}: more than {} loop iterations and calls in all", what,
                       limits_.max_iterations));
   }
+  check_time();
 }
 
 void Interpreter::release_cycles() {

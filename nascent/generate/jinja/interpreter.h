@@ -4,6 +4,8 @@
 // hostile template from running away.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -19,6 +21,9 @@ struct Limits {
   int max_depth = 500;  // Nesting of blocks, expressions and macro calls.
   int64_t max_iterations = 1'000'000;  // Loop iterations and macro calls.
   size_t max_output_bytes = size_t{16} << 20;  // Also any one string.
+  // Wall-clock time of a render: each step is bounded by the limits above,
+  // but many steps over large strings could still run for hours.
+  double max_seconds = 10.0;
 };
 
 // raise_exception() called by the template: it rejects the input.
@@ -84,8 +89,14 @@ class Interpreter {
               const Value& step);
   void emit(const std::string& s);
 
+  // Throws once the render has run longer than max_seconds (checked every
+  // loop iteration, macro call and 256 nested evaluations).
+  void check_time();
+
   Limits limits_;
   std::time_t now_;
+  std::chrono::steady_clock::time_point deadline_;
+  uint32_t steps_ = 0;
   std::shared_ptr<Frame> frame_;
   std::shared_ptr<Frame> root_;
   std::string* out_ = nullptr;
