@@ -149,4 +149,32 @@ void expect_close(const Tensor& got, const HostTensor& want,
   }
 }
 
+void expect_rounded(const Tensor& got, const HostTensor& want,
+                    const std::string& label, double f32_error) {
+  const DType dt = got.dtype();
+  if (dt != DType::f16 && dt != DType::bf16) return;
+  const int mant_bits = dt == DType::f16 ? 10 : 7;
+  const int min_exp = dt == DType::f16 ? -14 : -126;
+  ASSERT_EQ(got.shape(), want.shape) << label;
+  const std::vector<double> g = got.to_vector<double>();
+  int failures = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double b = want.v[i];
+    if (!std::isfinite(b)) continue;
+    int e = 0;
+    std::frexp(b, &e);  // |b| in [2^(e-1), 2^e).
+    const int exp = b == 0.0 ? min_exp : std::max(e - 1, min_exp);
+    const double half_ulp = std::ldexp(1.0, exp - mant_bits - 1);
+    if (std::fabs(g[i] - b) > 1.01 * half_ulp + f32_error && ++failures <= 5) {
+      ADD_FAILURE() << label << ": element " << i << " is " << g[i]
+                    << ", expected " << b << " rounded to nearest " << name(dt)
+                    << " (half an ulp: " << half_ulp << ")";
+    }
+  }
+  if (failures > 5) {
+    ADD_FAILURE() << label << ": " << failures << " of " << g.size()
+                  << " elements are not rounded to nearest";
+  }
+}
+
 }  // namespace nascent::conformance

@@ -53,4 +53,12 @@ void expect_close(const Tensor& got, const HostTensor& want,
                   const std::string& label, double rtol = -1.0,
                   double atol = -1.0);
 
+// For f16/bf16 results computed in f32 and rounded once on the way out:
+// expects each within half a unit in the last place of the storage type
+// (plus 1% of it, plus f32_error for the arithmetic before, where terms
+// larger than the result cancel), which rounding to nearest meets and
+// truncation does not. Other dtypes pass.
+void expect_rounded(const Tensor& got, const HostTensor& want,
+                    const std::string& label, double f32_error = 0.0);
+
 }  // namespace nascent::conformance

@@ -13,7 +13,11 @@
 // dequantize_row_{type}, GGML_FP32_TO_FP16 / GGML_FP32_TO_BF16 of
 // ggml-impl.h for the half types, and printed the results. The random
 // blocks came from a PCG32 stream, their f16 scales set to |d| < 0.1 (q8_K:
-// an f32 d, |d| < 0.01) so that the values stay finite.
+// an f32 d, |d| < 0.01) so that the values stay finite. As a check, the
+// sdist's own gguf-py (vendor/llama.cpp/gguf-py, numpy 2.4) decoded every
+// random block it knows (all types but q8_K) to the same bits and quantized
+// the pattern to the same bytes for the types it can (f16, bf16, q4_0,
+// q4_1, q5_0, q5_1, q8_0).
 #pragma once
 
 #include <cstdint>
