@@ -14,6 +14,9 @@ packages=(
   dataset-fashion-mnist
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
+  # Fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer, ASan and UBSan
+  # runtimes (compiler-rt).
+  clang-14 libclang-rt-14-dev
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,
