@@ -17,6 +17,9 @@ packages=(
   # The chat-template tests' peer: Jinja2, the engine Hugging Face renders
   # chat templates with (tests/peer/chat_templates_vs_jinja2.py).
   python3-jinja2
+  # Fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer, ASan and UBSan
+  # runtimes (compiler-rt).
+  clang-14 libclang-rt-14-dev
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,

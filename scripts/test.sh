@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
 # missing, builds the release preset with warnings as errors and runs ctest,
+# runs every fuzz target for a minute under ASan + UBSan (scripts/fuzz.sh),
 # checks that core is device-free, that the layers above the backends reach
 # them only through core, and that sources are clang-formatted, then
 # runs the test suite as WebAssembly under node. Every check runs even after
@@ -31,7 +32,7 @@ native_build() {
 
 format_check() {
   local dirs=() d
-  for d in nascent apps tests bench examples; do
+  for d in nascent apps tests bench examples fuzz; do
     [[ -d "$d" ]] && dirs+=("$d")
   done
   find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' \
@@ -59,6 +60,8 @@ step bench-configure cmake --preset bench
 if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"
 fi
+# Every fuzz target for 60 s under ASan + UBSan (fuzz/README.md).
+step fuzz bash scripts/fuzz.sh 60
 step check_core bash scripts/check_core.sh
 step check_layers bash scripts/check_layers.sh
 step clang-format format_check

@@ -263,9 +263,10 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
           const auto a = hn::BitCast(d16, hn::Set(d32, xb[q * kRows + r]));
           s0[r] = PairDot(a, w0, s0[r]);
           s1[r] = PairDot(a, w1, s1[r]);
-#if HWY_ARCH_X86
+#if HWY_ARCH_X86 && HWY_COMPILER_GCC_ACTUAL
           // Each sum stays one register updated in place: GCC otherwise
           // reassociates the unrolled adds and spills sums to the stack.
+          // (Clang rejects "+x" on 512-bit vectors; the fuzz build uses it.)
           asm("" : "+x"(s0[r].raw), "+x"(s1[r].raw));
 #endif
         }
