@@ -37,15 +37,16 @@ int chat(const ChatArgs& a) {
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
-  const ChatTemplate tmpl = cli::load_chat_template(tok, a.tmpl, "chat");
+  const generate::ChatTemplate tmpl =
+      cli::load_chat_template(tok, a.tmpl, "chat");
   const jinja::Dict kwargs =
       cli::parse_template_kwargs(a.tmpl.kwargs, "--chat-template-kwargs");
-  GenerateOptions options = cli::generate_options(a.model);
+  generate::GenerateOptions options = cli::generate_options(a.model);
   // The template's end-of-turn token stops a reply beside EOS.
   options.stop_tokens = tmpl.end_of_turn_tokens(tok, kwargs);
   if (a.tmpl.verbose_prompt) cli::print_stop_tokens(tok, options.stop_tokens);
-  TextGenerator gen(model, tok, options);
-  std::vector<ChatMessage> messages;
+  generate::TextGenerator gen(model, tok, options);
+  std::vector<generate::ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
   const bool interactive = isatty(0) != 0;
   if (interactive) {
@@ -59,14 +60,14 @@ int chat(const ChatArgs& a) {
     if (!std::getline(std::cin, line) || (interactive && line.empty())) break;
     if (line.empty()) continue;
     messages.push_back({"user", line});
-    ChatTemplate::Inputs in;
+    generate::ChatTemplate::Inputs in;
     in.messages = to_jinja(messages);
     in.add_generation_prompt = true;
     in.extra = kwargs;
     const std::string prompt = cli::render_chat(tmpl, in, "chat");
     const std::vector<tokenizer::TokenId> ids =
         cli::encode_chat_prompt(tok, prompt, a.tmpl.verbose_prompt);
-    const GenerateResult r =
+    const generate::GenerateResult r =
         gen.generate_tokens(ids, [](std::string_view text) {
           std::fwrite(text.data(), 1, text.size(), stdout);
           std::fflush(stdout);

@@ -22,16 +22,17 @@ std::string read_text(const std::string& path, const char* what) {
 std::string override_hint() {
   return fmt::format(
       "; give another with --chat-template FILE or a built-in name ({})",
-      fmt::join(ChatTemplate::builtin_names(), ", "));
+      fmt::join(generate::ChatTemplate::builtin_names(), ", "));
 }
 
 }  // namespace
 
 void add_chat_template_options(CLI::App& sub, ChatTemplateArgs& a) {
-  sub.add_option("--chat-template", a.chat_template,
-                 fmt::format("a Jinja template FILE or a built-in format "
-                             "({}) instead of the model's",
-                             fmt::join(ChatTemplate::builtin_names(), ", ")));
+  sub.add_option(
+      "--chat-template", a.chat_template,
+      fmt::format("a Jinja template FILE or a built-in format "
+                  "({}) instead of the model's",
+                  fmt::join(generate::ChatTemplate::builtin_names(), ", ")));
   sub.add_option("--chat-template-kwargs", a.kwargs,
                  "extra template variables as a JSON object, e.g. "
                  "'{\"enable_thinking\": false}'");
@@ -40,25 +41,27 @@ void add_chat_template_options(CLI::App& sub, ChatTemplateArgs& a) {
 }
 
 std::string chat_template_source(const std::string& file_or_name) {
-  if (auto b = ChatTemplate::builtin(file_or_name)) return std::string(*b);
+  if (auto b = generate::ChatTemplate::builtin(file_or_name))
+    return std::string(*b);
   std::ifstream probe(file_or_name, std::ios::binary);
   if (!probe) {
     throw ValueError(fmt::format(
         "--chat-template '{}' is neither a readable file nor a built-in "
         "format ({})",
-        file_or_name, fmt::join(ChatTemplate::builtin_names(), ", ")));
+        file_or_name,
+        fmt::join(generate::ChatTemplate::builtin_names(), ", ")));
   }
   return read_text(file_or_name, "--chat-template");
 }
 
-ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
-                                const ChatTemplateArgs& a,
-                                const char* command) {
+generate::ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
+                                          const ChatTemplateArgs& a,
+                                          const char* command) {
   const std::string source = a.chat_template.empty()
                                  ? std::string()
                                  : chat_template_source(a.chat_template);
   try {
-    return ChatTemplate::for_model(tok, source);
+    return generate::ChatTemplate::for_model(tok, source);
   } catch (const jinja::TemplateError& e) {
     throw ValueError(
         fmt::format("{}: the {} chat template cannot be parsed: {}{}", command,
@@ -77,7 +80,8 @@ jinja::Dict parse_template_kwargs(const std::string& json, const char* what) {
   return v.dict();
 }
 
-std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
+std::string render_chat(const generate::ChatTemplate& t,
+                        const generate::ChatTemplate::Inputs& in,
                         const char* command) {
   try {
     return t.render(in);

@@ -27,15 +27,17 @@ void add_chat_template_options(CLI::App& sub, ChatTemplateArgs& a);
 std::string chat_template_source(const std::string& file_or_name);
 // The template for a model, parsed; errors name `command` and say how to
 // override the template.
-ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
-                                const ChatTemplateArgs& a, const char* command);
+generate::ChatTemplate load_chat_template(const tokenizer::Tokenizer& tok,
+                                          const ChatTemplateArgs& a,
+                                          const char* command);
 // A JSON object as template variables ("" gives none). ValueError for bad
 // JSON or JSON that is not an object.
 jinja::Dict parse_template_kwargs(const std::string& json, const char* what);
 
 // Renders, turning a template's failure into an error that names `command`
 // and says how to override the template.
-std::string render_chat(const ChatTemplate& t, const ChatTemplate::Inputs& in,
+std::string render_chat(const generate::ChatTemplate& t,
+                        const generate::ChatTemplate::Inputs& in,
                         const char* command);
 
 // The token ids of a rendered chat prompt: BOS as the vocabulary asks,

@@ -46,7 +46,7 @@ int render(const RenderArgs& a) {
   if (source.empty()) {
     throw ValueError("chat-template render: give --template FILE|NAME or -m");
   }
-  ChatTemplate::Inputs in;
+  generate::ChatTemplate::Inputs in;
   in.messages = jinja::parse_json(cli::json_argument(a.messages), "--messages");
   if (!in.messages.is_list())
     throw ValueError("--messages: expected a JSON list");
@@ -57,7 +57,7 @@ int render(const RenderArgs& a) {
   in.extra = cli::parse_template_kwargs(cli::json_argument(a.kwargs),
                                         "--chat-template-kwargs");
   if (a.now >= 0) in.now = static_cast<std::time_t>(a.now);
-  std::optional<ChatTemplate> t;
+  std::optional<generate::ChatTemplate> t;
   try {
     t.emplace(source, bos, eos);
   } catch (const jinja::TemplateError& e) {
@@ -79,11 +79,12 @@ NASCENT_COMMAND(
       CLI::App* r = sub.add_subcommand(
           "render",
           "print the prompt a Jinja chat template makes of a "
-          "conversation (as Hugging Face's apply_chat_template)");
+          "conversation (as Hugging Face's generate::apply_chat_template)");
       r->add_option(
           "--template,-t", a->template_arg,
-          fmt::format("a Jinja FILE or a built-in format ({})",
-                      fmt::join(ChatTemplate::builtin_names(), ", ")));
+          fmt::format(
+              "a Jinja FILE or a built-in format ({})",
+              fmt::join(generate::ChatTemplate::builtin_names(), ", ")));
       r->add_option("-m,--model", a->model,
                     "a GGUF file: its template, BOS and EOS");
       r->add_option("--messages", a->messages,
@@ -103,7 +104,7 @@ NASCENT_COMMAND(
       CLI::App* l = sub.add_subcommand("list", "the built-in formats");
       return [=]() {
         if (l->parsed()) {
-          for (std::string_view n : ChatTemplate::builtin_names()) {
+          for (std::string_view n : generate::ChatTemplate::builtin_names()) {
             fmt::print("{}\n", n);
           }
           return 0;

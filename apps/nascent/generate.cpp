@@ -81,7 +81,7 @@ void dump_logits(llama::Model& model,
   if (!out) throw IoError(fmt::format("{}: cannot write", path));
 }
 
-int generate(const GenerateArgs& a) {
+int run_generate(const GenerateArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = cli::load_model(a.model);
   tokenizer::Tokenizer tokenizer =
@@ -90,7 +90,7 @@ int generate(const GenerateArgs& a) {
                              std::chrono::steady_clock::now() - t0)
                              .count();
 
-  GenerateOptions options = cli::generate_options(a.model);
+  generate::GenerateOptions options = cli::generate_options(a.model);
   std::vector<tokenizer::TokenId> ids;
   if (a.chat) {
     if (!a.tokens.empty()) {
@@ -98,10 +98,10 @@ int generate(const GenerateArgs& a) {
     }
     std::string text = a.file.empty() ? a.prompt : read_file(a.file);
     if (!a.no_escape && a.file.empty()) text = cli::process_escapes(text);
-    const ChatTemplate tmpl =
+    const generate::ChatTemplate tmpl =
         cli::load_chat_template(tokenizer, a.tmpl, "generate");
-    ChatTemplate::Inputs in;
-    std::vector<ChatMessage> messages;
+    generate::ChatTemplate::Inputs in;
+    std::vector<generate::ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", text});
     in.messages = to_jinja(messages);
@@ -139,7 +139,7 @@ int generate(const GenerateArgs& a) {
     if (a.model.n_predict == 0) return 0;
   }
 
-  TextGenerator gen(model, tokenizer, options);
+  generate::TextGenerator gen(model, tokenizer, options);
   auto print = [&](std::string_view text) {
     if (!a.print_ids) {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -147,7 +147,7 @@ int generate(const GenerateArgs& a) {
     }
     return true;
   };
-  const GenerateResult r = gen.generate_tokens(ids, print);
+  const generate::GenerateResult r = gen.generate_tokens(ids, print);
   if (a.print_ids) {
     fmt::print("[{}]\n", fmt::join(r.tokens, ", "));
   } else {
@@ -192,5 +192,5 @@ NASCENT_COMMAND(
       sub.add_option("--system-prompt,--sys", a->system,
                      "a system message before it (with --chat)");
       cli::add_chat_template_options(sub, a->tmpl);
-      return [a] { return generate(*a); };
+      return [a] { return run_generate(*a); };
     });

@@ -50,7 +50,7 @@ void print_tokenizer(const nascent::gguf::Metadata& m) {
       fmt::print("chat template: none (give chat --chat-template)\n");
     } else {
       try {
-        const ChatTemplate ct = ChatTemplate::for_model(t);
+        const generate::ChatTemplate ct = generate::ChatTemplate::for_model(t);
         std::vector<std::string> eot;
         for (tokenizer::TokenId i : ct.end_of_turn_tokens(t))
           eot.push_back(id(i));

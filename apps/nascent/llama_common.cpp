@@ -43,9 +43,9 @@ void add_model_options(CLI::App& sub, ModelArgs& a) {
                "keep generating past end-of-text tokens");
 }
 
-GenerateOptions generate_options(const ModelArgs& a) {
-  GenerateOptions o;
-  SamplingOptions& s = o.sampling;
+generate::GenerateOptions generate_options(const ModelArgs& a) {
+  generate::GenerateOptions o;
+  generate::SamplingOptions& s = o.sampling;
   s.temperature = a.temp;
   s.top_k = a.top_k;
   s.top_p = a.top_p;
@@ -122,7 +122,7 @@ std::string process_escapes(const std::string& in) {
   return out;
 }
 
-void print_timings(const GenerateResult& r, double load_ms) {
+void print_timings(const generate::GenerateResult& r, double load_ms) {
   auto line = [](const char* what, double ms, int64_t n, const char* unit) {
     fmt::print(stderr,
                "nascent: {:<12} {:10.2f} ms / {:5} {} ({:8.2f} ms per token, "

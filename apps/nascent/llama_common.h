@@ -35,7 +35,7 @@ struct ModelArgs {
 // --repeat-last-n, --presence-penalty, --frequency-penalty, -s, -r,
 // --ignore-eos.
 void add_model_options(CLI::App& sub, ModelArgs& a);
-GenerateOptions generate_options(const ModelArgs& a);
+generate::GenerateOptions generate_options(const ModelArgs& a);
 // Sets the thread count, loads the model on a backend for a.device (which
 // lives until the program ends).
 std::shared_ptr<llama::Model> load_model(const ModelArgs& a);
@@ -44,6 +44,6 @@ std::shared_ptr<llama::Model> load_model(const ModelArgs& a);
 std::string process_escapes(const std::string& in);
 
 // The timing lines llama.cpp prints, to stderr.
-void print_timings(const GenerateResult& r, double load_ms);
+void print_timings(const generate::GenerateResult& r, double load_ms);
 
 }  // namespace nascent::cli

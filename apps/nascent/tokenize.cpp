@@ -78,7 +78,7 @@ int tokenize(const TokenizeArgs& a) {
   } else {
     for (tokenizer::TokenId id : ids) {
       std::string piece = tok.token_to_piece(id, true);
-      std::string shown = sanitize_utf8(piece);
+      std::string shown = generate::sanitize_utf8(piece);
       fmt::print("{:6} -> '{}'{}\n", id, shown,
                  shown == piece ? "" : " (utf-8 decode failure)");
     }

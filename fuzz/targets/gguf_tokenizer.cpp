@@ -17,18 +17,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto file =
         io::MappedFile::from_bytes(fuzz::to_bytes(data, size), "fuzz.gguf");
     gguf::Reader reader(file);
-    Tokenizer tok = Tokenizer::from_gguf(reader.metadata());
-    const auto n = TokenId(tok.size());
+    tokenizer::Tokenizer tok =
+        tokenizer::Tokenizer::from_gguf(reader.metadata());
+    const auto n = tokenizer::TokenId(tok.size());
     for (std::string_view text : kTexts) {
       for (bool special : {false, true}) {
-        std::vector<TokenId> ids = tok.encode(text, special, special);
-        for (TokenId id : ids) {
+        std::vector<tokenizer::TokenId> ids =
+            tok.encode(text, special, special);
+        for (tokenizer::TokenId id : ids) {
           if (id < 0 || id >= n) fuzz::fail("token id out of range");
         }
         (void)tok.decode(ids, special, special);
       }
     }
-    for (TokenId id = 0; id < std::min<TokenId>(n, 64); ++id) {
+    for (tokenizer::TokenId id = 0; id < std::min<tokenizer::TokenId>(n, 64);
+         ++id) {
       (void)tok.token_to_piece(id, true);
     }
   } catch (const Error&) {

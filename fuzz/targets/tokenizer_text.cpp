@@ -17,15 +17,15 @@
 
 namespace {
 
-std::vector<nascent::Tokenizer>& vocabularies() {
-  static std::vector<nascent::Tokenizer> v;
+std::vector<nascent::tokenizer::Tokenizer>& vocabularies() {
+  static std::vector<nascent::tokenizer::Tokenizer> v;
   return v;
 }
 
 bool well_formed_utf8(std::string_view s) {
   uint32_t cp;
   for (size_t i = 0; i < s.size();) {
-    size_t n = nascent::unicode::decode_utf8(s, i, &cp);
+    size_t n = nascent::tokenizer::unicode::decode_utf8(s, i, &cp);
     if (n == 0) return false;
     i += n;
   }
@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
                    path.c_str());
       continue;
     }
-    vocabularies().push_back(nascent::Tokenizer::from_gguf_file(path));
+    vocabularies().push_back(
+        nascent::tokenizer::Tokenizer::from_gguf_file(path));
   }
   if (vocabularies().empty()) {
     std::fprintf(stderr,
@@ -59,21 +60,21 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nascent;
   if (size == 0) return 0;
-  const std::vector<Tokenizer>& vocabs = vocabularies();
-  const Tokenizer& tok = vocabs[data[0] % vocabs.size()];
+  const std::vector<tokenizer::Tokenizer>& vocabs = vocabularies();
+  const tokenizer::Tokenizer& tok = vocabs[data[0] % vocabs.size()];
   const bool special = data[0] & 0x80;
   std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    std::vector<TokenId> ids = tok.encode(text, special, special);
-    for (TokenId id : ids) {
+    std::vector<tokenizer::TokenId> ids = tok.encode(text, special, special);
+    for (tokenizer::TokenId id : ids) {
       if (id < 0 || size_t(id) >= tok.size()) fuzz::fail("id out of range");
     }
     (void)tok.decode(ids, special, special);
     // decode may clean spaces (" ." becomes "."); the pieces may not.
-    if (!special && tok.model() == TokenizerModel::bpe &&
+    if (!special && tok.model() == tokenizer::TokenizerModel::bpe &&
         well_formed_utf8(text)) {
       std::string back;
-      for (TokenId id : ids) back += tok.token_to_piece(id, true);
+      for (tokenizer::TokenId id : ids) back += tok.token_to_piece(id, true);
       if (back != text) {
         fuzz::fail("byte-level BPE pieces do not give the text back: \"" +
                    std::string(text) + "\" became \"" + back + "\"");

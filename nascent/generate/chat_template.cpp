@@ -4,7 +4,7 @@
 
 #include "nascent/core/error.h"
 
-namespace nascent {
+namespace nascent::generate {
 namespace {
 
 struct Builtin {
@@ -184,4 +184,4 @@ std::vector<tokenizer::TokenId> ChatTemplate::end_of_turn_tokens(
   return {};
 }
 
-}  // namespace nascent
+}  // namespace nascent::generate

@@ -25,7 +25,7 @@
 #include "nascent/generate/jinja/template.h"
 #include "nascent/tokenizer/tokenizer.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"...
@@ -79,4 +79,4 @@ class ChatTemplate {
 // The messages as the template's `messages` variable.
 jinja::Value to_jinja(std::span<const ChatMessage> messages);
 
-}  // namespace nascent
+}  // namespace nascent::generate

@@ -10,7 +10,7 @@
 #include "nascent/core/error.h"
 #include "nascent/generate/stream.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 namespace {
 
@@ -158,4 +158,4 @@ GenerateResult TextGenerator::generate_tokens(
   return r;
 }
 
-}  // namespace nascent
+}  // namespace nascent::generate

@@ -27,7 +27,7 @@
 #include "nascent/models/llama/model.h"
 #include "nascent/tokenizer/tokenizer.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 struct GenerateOptions {
   SamplingOptions sampling;
@@ -112,4 +112,4 @@ class TextGenerator {
   std::vector<tokenizer::TokenId> cached_;
 };
 
-}  // namespace nascent
+}  // namespace nascent::generate

@@ -11,7 +11,7 @@
 #include "nascent/core/error.h"
 #include "nascent/core/random.h"
 
-namespace nascent {
+namespace nascent::generate {
 namespace {
 
 bool by_logit(const Candidate& a, const Candidate& b) {
@@ -161,4 +161,4 @@ void Sampler::reset() {
   draws_ = 0;
 }
 
-}  // namespace nascent
+}  // namespace nascent::generate

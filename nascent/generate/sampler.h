@@ -14,7 +14,7 @@
 
 #include "nascent/tokenizer/tokenizer.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 struct SamplingOptions {
   float temperature = 0.8f;        // <= 0: greedy.
@@ -77,4 +77,4 @@ class Sampler {
   std::vector<Candidate> candidates_;
 };
 
-}  // namespace nascent
+}  // namespace nascent::generate

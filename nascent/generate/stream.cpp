@@ -5,7 +5,7 @@
 #include "nascent/core/error.h"
 #include "nascent/tokenizer/unicode.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 std::string sanitize_utf8(std::string_view bytes) {
   std::string out;
@@ -87,4 +87,4 @@ std::string StopStrings::flush() {
   return out;
 }
 
-}  // namespace nascent
+}  // namespace nascent::generate

@@ -9,7 +9,7 @@
 
 #include "nascent/tokenizer/tokenizer.h"
 
-namespace nascent {
+namespace nascent::generate {
 
 // Token pieces in, printable text out. Bytes of an unfinished character
 // wait for the next token; bytes that can never form a character come out
@@ -60,4 +60,4 @@ class StopStrings {
   std::string matched_;
 };
 
-}  // namespace nascent
+}  // namespace nascent::generate

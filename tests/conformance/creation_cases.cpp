@@ -127,7 +127,7 @@ CONFORMANCE_CASE(copy, "f32 -> f16/bf16 bit for bit as ggml rounds") {
   std::vector<uint16_t> h, b;
   for (int rep = 0; rep < 3; ++rep) {
     for (const test::ggml::HalfVector& v : test::ggml::kHalfVectors) {
-      f.push_back(std::bit_cast<float>(v.f32));
+      f.push_back(test::ggml::bits_float(v.f32));
       h.push_back(v.f16);
       b.push_back(v.bf16);
     }
@@ -159,7 +159,7 @@ CONFORMANCE_CASE(copy, "f32 -> f16/bf16 bit for bit as ggml rounds") {
         if ((gh[i].bits & mask) != (h[i] & mask) || gb[i].bits != b[i]) {
           ++failures;
           ADD_FAILURE() << what << ": f32 bits " << std::hex
-                        << std::bit_cast<uint32_t>(f[i]) << " gave f16 "
+                        << test::ggml::float_bits(f[i]) << " gave f16 "
                         << gh[i].bits << " bf16 " << gb[i].bits
                         << ", ggml gives " << h[i] << " " << b[i];
         }

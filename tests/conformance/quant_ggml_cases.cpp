@@ -60,7 +60,7 @@ void expect_bits(const std::vector<float>& got, const std::vector<float>& want,
                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+    ASSERT_EQ(test::ggml::float_bits(got[i]), test::ggml::float_bits(want[i]))
         << what << " value " << i << ": " << got[i] << " vs " << want[i];
   }
 }

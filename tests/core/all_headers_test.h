@@ -10,7 +10,7 @@
 namespace nascent {
 namespace {
 
-static_assert(!std::is_same_v<Generator, TextGenerator>,
+static_assert(!std::is_same_v<Generator, generate::TextGenerator>,
               "the random generator and the text generator are distinct");
 
 TEST(AllHeaders, EveryLayerInOneTranslationUnit) {

@@ -31,7 +31,7 @@ const char* kChatmlJinja =
     "+ message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if "
     "add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-const std::vector<std::vector<ChatMessage>> kConversations = {
+const std::vector<std::vector<generate::ChatMessage>> kConversations = {
     {{"user", "Hello"}},
     {{"system", "You are terse."},
      {"user", "  Hi there \n"},
@@ -41,18 +41,20 @@ const std::vector<std::vector<ChatMessage>> kConversations = {
 };
 
 std::string render(std::string_view source,
-                   const std::vector<ChatMessage>& chat, bool gen,
+                   const std::vector<generate::ChatMessage>& chat, bool gen,
                    std::string bos = "<s>", std::string eos = "</s>") {
-  return ChatTemplate(source, std::move(bos), std::move(eos)).apply(chat, gen);
+  return generate::ChatTemplate(source, std::move(bos), std::move(eos))
+      .apply(chat, gen);
 }
 
 TEST(ChatTemplate, Builtins) {
-  const std::vector<std::string_view> names = ChatTemplate::builtin_names();
+  const std::vector<std::string_view> names =
+      generate::ChatTemplate::builtin_names();
   for (const char* n : {"chatml", "llama2", "llama3", "gemma", "phi3"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
-    EXPECT_TRUE(ChatTemplate::builtin(n).has_value()) << n;
+    EXPECT_TRUE(generate::ChatTemplate::builtin(n).has_value()) << n;
   }
-  EXPECT_FALSE(ChatTemplate::builtin("zephyr").has_value());
+  EXPECT_FALSE(generate::ChatTemplate::builtin("zephyr").has_value());
 }
 
 TEST(ChatTemplate, Llama2) {
@@ -65,12 +67,12 @@ TEST(ChatTemplate, Llama2) {
   for (size_t i = 0; i < kConversations.size(); ++i) {
     for (bool gen : {false, true}) {  // llama2 has no generation prompt.
       EXPECT_EQ(render(kLlama2Jinja, kConversations[i], gen), expected[i]);
-      EXPECT_EQ(
-          render(*ChatTemplate::builtin("llama2"), kConversations[i], gen),
-          expected[i]);
+      EXPECT_EQ(render(*generate::ChatTemplate::builtin("llama2"),
+                       kConversations[i], gen),
+                expected[i]);
     }
   }
-  std::vector<ChatMessage> custom = {{"user", "x"}};
+  std::vector<generate::ChatMessage> custom = {{"user", "x"}};
   EXPECT_EQ(render(kLlama2Jinja, custom, true, "[B]", "[E]"),
             "[B][INST] x [/INST]");
 }
@@ -84,8 +86,8 @@ TEST(ChatTemplate, Chatml) {
       "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n",
   };
   for (size_t i = 0; i < kConversations.size(); ++i) {
-    for (std::string_view src :
-         {std::string_view(kChatmlJinja), *ChatTemplate::builtin("chatml")}) {
+    for (std::string_view src : {std::string_view(kChatmlJinja),
+                                 *generate::ChatTemplate::builtin("chatml")}) {
       EXPECT_EQ(render(src, kConversations[i], false), expected[i]);
       EXPECT_EQ(render(src, kConversations[i], true),
                 expected[i] + "<|im_start|>assistant\n");
@@ -94,14 +96,16 @@ TEST(ChatTemplate, Chatml) {
 }
 
 TEST(ChatTemplate, Llama3AndExtraVariables) {
-  const std::vector<ChatMessage> chat = {{"system", " S "}, {"user", "U"}};
-  EXPECT_EQ(render(*ChatTemplate::builtin("llama3"), chat, true,
+  const std::vector<generate::ChatMessage> chat = {{"system", " S "},
+                                                   {"user", "U"}};
+  EXPECT_EQ(render(*generate::ChatTemplate::builtin("llama3"), chat, true,
                    "<|begin_of_text|>", "<|eot_id|>"),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS"
             "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   // Extra variables reach the template (--chat-template-kwargs).
-  ChatTemplate t("{{ 'think' if enable_thinking else 'plain' }}", "", "");
+  generate::ChatTemplate t("{{ 'think' if enable_thinking else 'plain' }}", "",
+                           "");
   jinja::Dict extra;
   extra.set("enable_thinking", jinja::Value(true));
   EXPECT_EQ(t.apply(chat, true, extra), "think");
@@ -109,10 +113,10 @@ TEST(ChatTemplate, Llama3AndExtraVariables) {
 }
 
 TEST(ChatTemplate, ToolsAndTime) {
-  ChatTemplate t(
+  generate::ChatTemplate t(
       "{{ tools | tojson }}|{{ documents }}|{{ strftime_now('%Y-%m-%d') }}", "",
       "");
-  ChatTemplate::Inputs in;
+  generate::ChatTemplate::Inputs in;
   in.messages = jinja::Value(jinja::List{});
   in.tools = jinja::parse_json(R"([{"name": "f"}])", "tools");
   in.now = 86400 * 365;  // 1971-01-01 in UTC; a day either side locally.
@@ -121,26 +125,28 @@ TEST(ChatTemplate, ToolsAndTime) {
 }
 
 TEST(ChatTemplate, Llama2RolesMustAlternate) {
-  std::vector<ChatMessage> twice = {{"user", "a"}, {"user", "b"}};
+  std::vector<generate::ChatMessage> twice = {{"user", "a"}, {"user", "b"}};
   try {
-    render(*ChatTemplate::builtin("llama2"), twice, true);
+    render(*generate::ChatTemplate::builtin("llama2"), twice, true);
     ADD_FAILURE();
   } catch (const jinja::TemplateException& e) {
     EXPECT_NE(std::string(e.what()).find("roles must be"), std::string::npos)
         << e.what();
   }
   // Meta's template drops a late system message; the built-in says so.
-  std::vector<ChatMessage> late_system = {{"user", "a"}, {"system", "b"}};
+  std::vector<generate::ChatMessage> late_system = {{"user", "a"},
+                                                    {"system", "b"}};
   EXPECT_EQ(render(kLlama2Jinja, late_system, true), "<s>[INST] a [/INST]");
-  EXPECT_THROW(render(*ChatTemplate::builtin("llama2"), late_system, true),
-               ValueError);
-  std::vector<ChatMessage> assistant_first = {{"assistant", "a"}};
+  EXPECT_THROW(
+      render(*generate::ChatTemplate::builtin("llama2"), late_system, true),
+      ValueError);
+  std::vector<generate::ChatMessage> assistant_first = {{"assistant", "a"}};
   EXPECT_THROW(render(kLlama2Jinja, assistant_first, true), ValueError);
 }
 
 TEST(ChatTemplate, BadTemplateNamesTheLine) {
   try {
-    ChatTemplate("line one\n{% for x in messages %}\n{{ x }", "", "");
+    generate::ChatTemplate("line one\n{% for x in messages %}\n{{ x }", "", "");
     ADD_FAILURE();
   } catch (const jinja::TemplateError& e) {
     EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos)
@@ -158,7 +164,8 @@ TEST(ChatTemplate, EndOfTurnTokens) {
       tokenizer::Tokenizer::from_gguf_file(qwen_path);
   const tokenizer::Tokenizer llama =
       tokenizer::Tokenizer::from_gguf_file(llama_path);
-  auto names = [](const tokenizer::Tokenizer& tok, const ChatTemplate& t) {
+  auto names = [](const tokenizer::Tokenizer& tok,
+                  const generate::ChatTemplate& t) {
     std::vector<std::string> out;
     for (tokenizer::TokenId id : t.end_of_turn_tokens(tok)) {
       out.push_back(tok.token_text(id));
@@ -166,13 +173,14 @@ TEST(ChatTemplate, EndOfTurnTokens) {
     return out;
   };
   using Names = std::vector<std::string>;
-  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen)), Names{"<|im_end|>"});
-  EXPECT_EQ(names(qwen, ChatTemplate::for_model(qwen, "chatml")),
+  EXPECT_EQ(names(qwen, generate::ChatTemplate::for_model(qwen)),
             Names{"<|im_end|>"});
-  EXPECT_EQ(names(llama, ChatTemplate::for_model(llama, "llama3")),
+  EXPECT_EQ(names(qwen, generate::ChatTemplate::for_model(qwen, "chatml")),
+            Names{"<|im_end|>"});
+  EXPECT_EQ(names(llama, generate::ChatTemplate::for_model(llama, "llama3")),
             Names{"<|eot_id|>"});
   // A template that wants a system message first is probed with one.
-  const ChatTemplate strict(
+  const generate::ChatTemplate strict(
       "{% if messages[0].role != 'system' %}{{ raise_exception('system') }}"
       "{% endif %}{% for m in messages %}{{ m.content }}<|im_end|>"
       "{% endfor %}",
@@ -180,14 +188,15 @@ TEST(ChatTemplate, EndOfTurnTokens) {
   EXPECT_EQ(names(qwen, strict), Names{"<|im_end|>"});
   // Text after the reply before any control token: no end-of-turn token
   // (EOS alone ends the reply), as when the template writes none.
-  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }} END"
-                           "<|im_end|>{% endfor %}",
-                           "", "")
-                  .end_of_turn_tokens(qwen)
-                  .empty());
-  EXPECT_TRUE(ChatTemplate("{% for m in messages %}{{ m.content }}\n"
-                           "{% endfor %}",
-                           "", "")
+  EXPECT_TRUE(
+      generate::ChatTemplate("{% for m in messages %}{{ m.content }} END"
+                             "<|im_end|>{% endfor %}",
+                             "", "")
+          .end_of_turn_tokens(qwen)
+          .empty());
+  EXPECT_TRUE(generate::ChatTemplate("{% for m in messages %}{{ m.content }}\n"
+                                     "{% endfor %}",
+                                     "", "")
                   .end_of_turn_tokens(qwen)
                   .empty());
 }

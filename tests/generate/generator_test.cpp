@@ -21,7 +21,7 @@ cpu::Backend& backend() {
 }
 
 bool valid_utf8(std::string_view s) {
-  return sanitize_utf8(s) == s;
+  return generate::sanitize_utf8(s) == s;
 }
 
 class GeneratorTest : public ::testing::Test {
@@ -38,11 +38,11 @@ class GeneratorTest : public ::testing::Test {
     model_ = llama::load(dir_.file("m.gguf"), backend());
     tokenizer_ = tokenizer::Tokenizer::from_gguf(model_->file().metadata());
   }
-  TextGenerator make(GenerateOptions o) {
-    return TextGenerator(model_, *tokenizer_, o);
+  generate::TextGenerator make(generate::GenerateOptions o) {
+    return generate::TextGenerator(model_, *tokenizer_, o);
   }
-  static GenerateOptions greedy(int32_t n) {
-    GenerateOptions o;
+  static generate::GenerateOptions greedy(int32_t n) {
+    generate::GenerateOptions o;
     o.sampling.temperature = 0.0f;
     o.max_tokens = n;
     o.ignore_eos = true;
@@ -55,14 +55,14 @@ class GeneratorTest : public ::testing::Test {
 };
 
 TEST_F(GeneratorTest, GreedyIsDeterministicAndFollowsArgmax) {
-  TextGenerator gen = make(greedy(12));
-  const GenerateResult a = gen.generate("the \xc3\xa9t\xc3\xa9");
+  generate::TextGenerator gen = make(greedy(12));
+  const generate::GenerateResult a = gen.generate("the \xc3\xa9t\xc3\xa9");
   EXPECT_EQ(a.tokens.size(), 12u);
-  EXPECT_EQ(a.stop_reason, StopReason::max_tokens);
+  EXPECT_EQ(a.stop_reason, generate::StopReason::max_tokens);
   EXPECT_EQ(a.prompt_tokens, tokenizer_->encode("the \xc3\xa9t\xc3\xa9"));
   EXPECT_EQ(a.n_generation_eval, 11);
   gen.reset();
-  const GenerateResult b = gen.generate("the \xc3\xa9t\xc3\xa9");
+  const generate::GenerateResult b = gen.generate("the \xc3\xa9t\xc3\xa9");
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.text, b.text);
   // Each token is the argmax of the model's logits after the sequence so
@@ -74,12 +74,12 @@ TEST_F(GeneratorTest, GreedyIsDeterministicAndFollowsArgmax) {
     EXPECT_EQ(id, std::max_element(l.begin(), l.end()) - l.begin());
     seq.push_back(id);
   }
-  EXPECT_EQ(a.text, sanitize_utf8(tokenizer_->decode(a.tokens)));
+  EXPECT_EQ(a.text, generate::sanitize_utf8(tokenizer_->decode(a.tokens)));
 }
 
 TEST_F(GeneratorTest, StopStringEndsGeneration) {
   // Sampled text, then a stop string taken from its middle.
-  GenerateOptions o;
+  generate::GenerateOptions o;
   o.sampling.seed = 5;
   o.sampling.temperature = 1.5f;
   o.sampling.top_k = 0;
@@ -87,8 +87,8 @@ TEST_F(GeneratorTest, StopStringEndsGeneration) {
   o.sampling.top_p = 1.0f;
   o.ignore_eos = true;
   o.max_tokens = 40;
-  TextGenerator gen = make(o);
-  const GenerateResult full = gen.generate("ab");
+  generate::TextGenerator gen = make(o);
+  const generate::GenerateResult full = gen.generate("ab");
   ASSERT_GE(full.text.size(), 6u);
   // A whole character near the middle.
   size_t cut = full.text.size() / 2;
@@ -98,14 +98,14 @@ TEST_F(GeneratorTest, StopStringEndsGeneration) {
   o.stop = {stop};
   gen.set_options(o);
   gen.reset();
-  const GenerateResult r = gen.generate("ab");
-  EXPECT_EQ(r.stop_reason, StopReason::stop_string);
+  const generate::GenerateResult r = gen.generate("ab");
+  EXPECT_EQ(r.stop_reason, generate::StopReason::stop_string);
   EXPECT_EQ(r.text, full.text.substr(0, first));
   EXPECT_LT(r.tokens.size(), full.tokens.size());
 }
 
 TEST_F(GeneratorTest, StreamsWholeCharacters) {
-  GenerateOptions o;
+  generate::GenerateOptions o;
   o.sampling.temperature = 2.0f;
   o.sampling.top_k = 0;
   o.sampling.top_p = 1.0f;
@@ -115,10 +115,10 @@ TEST_F(GeneratorTest, StreamsWholeCharacters) {
   int multibyte = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     o.sampling.seed = seed;
-    TextGenerator gen = make(o);
+    generate::TextGenerator gen = make(o);
     std::string joined;
     int calls = 0;
-    const GenerateResult r =
+    const generate::GenerateResult r =
         gen.generate("\xe4\xb8\xad", [&](std::string_view t) {
           EXPECT_TRUE(valid_utf8(t)) << "seed " << seed;
           EXPECT_FALSE(t.empty());
@@ -139,11 +139,11 @@ TEST_F(GeneratorTest, StreamsWholeCharacters) {
 }
 
 TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
-  TextGenerator gen = make(greedy(30));
+  generate::TextGenerator gen = make(greedy(30));
   int calls = 0;
-  const GenerateResult r =
+  const generate::GenerateResult r =
       gen.generate("the", [&](std::string_view) { return ++calls < 3; });
-  EXPECT_EQ(r.stop_reason, StopReason::callback);
+  EXPECT_EQ(r.stop_reason, generate::StopReason::callback);
   EXPECT_EQ(calls, 3);
 
   // A prompt extending what the cache holds evaluates only the new tokens
@@ -151,11 +151,11 @@ TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
   std::vector<tokenizer::TokenId> prompt = gen.cached_tokens();
   const size_t cached = prompt.size();
   prompt.push_back(tokenizer_->find_token("ab"));
-  const GenerateResult more = gen.generate_tokens(prompt);
+  const generate::GenerateResult more = gen.generate_tokens(prompt);
   EXPECT_EQ(more.n_prompt_eval, 1);
   EXPECT_EQ(gen.cached_tokens().size(), cached + 1 + 29);
-  TextGenerator fresh = make(greedy(30));
-  const GenerateResult want = fresh.generate_tokens(prompt);
+  generate::TextGenerator fresh = make(greedy(30));
+  const generate::GenerateResult want = fresh.generate_tokens(prompt);
   EXPECT_EQ(want.n_prompt_eval, int64_t(prompt.size()));
   EXPECT_EQ(more.tokens, want.tokens);
 }
@@ -163,17 +163,17 @@ TEST_F(GeneratorTest, CallbackStopsAndCachedPrefixIsReused) {
 // GenerateOptions::stop_tokens (a chat template's end of turn) end a reply
 // as EOS does: the token is the last one kept and its text is not shown.
 TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
-  GenerateOptions o = greedy(12);
+  generate::GenerateOptions o = greedy(12);
   o.ignore_eos = false;
-  const GenerateResult free_run = make(o).generate("the");
+  const generate::GenerateResult free_run = make(o).generate("the");
   ASSERT_EQ(free_run.tokens.size(), 12u);  // No EOS in the greedy run.
   const tokenizer::TokenId stop = free_run.tokens[5];
   const size_t first =
       size_t(std::find(free_run.tokens.begin(), free_run.tokens.end(), stop) -
              free_run.tokens.begin());
   o.stop_tokens = {stop};
-  const GenerateResult r = make(o).generate("the");
-  EXPECT_EQ(r.stop_reason, StopReason::eog);
+  const generate::GenerateResult r = make(o).generate("the");
+  EXPECT_EQ(r.stop_reason, generate::StopReason::eog);
   EXPECT_EQ(r.tokens,
             std::vector<tokenizer::TokenId>(
                 free_run.tokens.begin(), free_run.tokens.begin() + first + 1));
@@ -183,17 +183,17 @@ TEST_F(GeneratorTest, StopTokensEndGenerationLikeEos) {
 }
 
 TEST_F(GeneratorTest, ContextFullAndBadPrompts) {
-  TextGenerator gen = make(greedy(-1));
+  generate::TextGenerator gen = make(greedy(-1));
   const std::vector<tokenizer::TokenId> prompt(60, 5);
-  const GenerateResult r = gen.generate_tokens(prompt);
-  EXPECT_EQ(r.stop_reason, StopReason::context_full);
+  const generate::GenerateResult r = gen.generate_tokens(prompt);
+  EXPECT_EQ(r.stop_reason, generate::StopReason::context_full);
   EXPECT_EQ(r.tokens.size(), 5u);  // 60 + 4 evaluated fill n_ctx = 64.
   testing::expect_error<ValueError>([&] { gen.generate_tokens({}); },
                                     {"0 tokens", "n_ctx = 64"});
   const std::vector<tokenizer::TokenId> too_long(65, 5);
   testing::expect_error<ValueError>([&] { gen.generate_tokens(too_long); },
                                     {"65 tokens"});
-  GenerateOptions o = greedy(4);
+  generate::GenerateOptions o = greedy(4);
   o.stop = {""};
   testing::expect_error<ValueError>([&] { make(o); }, {"stop"});
 }
@@ -212,15 +212,15 @@ TEST(TextGenerator, NeverSamplesPaddingRows) {
   const tokenizer::Tokenizer tok =
       tokenizer::Tokenizer::from_gguf(model->file().metadata());
   ASSERT_EQ(tok.size(), 259u);
-  GenerateOptions o;
+  generate::GenerateOptions o;
   o.sampling.temperature = 3.0f;
   o.sampling.top_k = 0;
   o.sampling.top_p = 1.0f;
   o.sampling.min_p = 0.0f;
   o.ignore_eos = true;
   o.max_tokens = 60;
-  TextGenerator gen(model, tok, o);
-  const GenerateResult r = gen.generate("ab");
+  generate::TextGenerator gen(model, tok, o);
+  const generate::GenerateResult r = gen.generate("ab");
   EXPECT_EQ(r.tokens.size(), 60u);
   for (const tokenizer::TokenId id : r.tokens) EXPECT_LT(id, 259);
 }

@@ -9,7 +9,7 @@
 
 #include "nascent/generate/jinja/template.h"
 
-namespace nascent::test {
+namespace nascent::generate {
 namespace {
 
 using jinja::Limits;
@@ -188,4 +188,4 @@ TEST(Jinja, FloatReprIsPythons) {
 }
 
 }  // namespace
-}  // namespace nascent::test
+}  // namespace nascent::generate

@@ -7,7 +7,7 @@
 #include "nascent/core/random.h"
 #include "nascent/generate/sampler.h"
 
-namespace nascent::test {
+namespace nascent::generate {
 namespace {
 
 std::vector<Candidate> candidates(std::vector<float> logits) {
@@ -193,4 +193,4 @@ TEST(Sampler, RejectsBadOptionsAndLogits) {
 }
 
 }  // namespace
-}  // namespace nascent::test
+}  // namespace nascent::generate

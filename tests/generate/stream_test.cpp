@@ -4,7 +4,7 @@
 
 #include "nascent/generate/stream.h"
 
-namespace nascent::test {
+namespace nascent::generate {
 namespace {
 
 using gguf::Value;
@@ -92,4 +92,4 @@ TEST(StopStrings, EarliestStopWins) {
 }
 
 }  // namespace
-}  // namespace nascent::test
+}  // namespace nascent::generate

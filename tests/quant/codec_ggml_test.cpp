@@ -128,8 +128,7 @@ TEST(QuantGgml, DequantizeGivesGgmlsValues) {
     std::vector<float> got(want.size());
     dequantize_row(type, bytes.data(), got.data(), v.values);
     for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
-                std::bit_cast<uint32_t>(want[i]))
+      ASSERT_EQ(test::ggml::float_bits(got[i]), test::ggml::float_bits(want[i]))
           << v.type << " value " << i << ": " << got[i] << " vs " << want[i];
     }
   }
@@ -137,7 +136,7 @@ TEST(QuantGgml, DequantizeGivesGgmlsValues) {
 
 TEST(QuantGgml, HalfConversionsRoundAsGgml) {
   for (const HalfVector& v : kHalfVectors) {
-    const float f = std::bit_cast<float>(v.f32);
+    const float f = test::ggml::bits_float(v.f32);
     EXPECT_EQ(to_float16(f).bits, v.f16) << std::hex << "f32 0x" << v.f32;
     EXPECT_EQ(to_bfloat16(f).bits, v.bf16) << std::hex << "f32 0x" << v.f32;
     // The codecs of the f16 and bf16 "blocks" too.

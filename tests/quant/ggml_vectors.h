@@ -30,6 +30,18 @@
 
 namespace nascent::test::ggml {
 
+// std::bit_cast for floats and their bits (emscripten's libc++ lacks it).
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 struct QuantizeVector {
   const char* type;      // ggml's name ("q4_K").
   const char* bytes;     // Hex of the pattern's blocks; nullptr for f16/bf16,

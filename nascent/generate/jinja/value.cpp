@@ -119,18 +119,25 @@ std::string float_repr(double v) {
   if (v == 0.0) return std::signbit(v) ? "-0.0" : "0.0";
   // Shortest round-trip digits, laid out as Python's repr: positional for
   // exponents -4..15, else d.ddde+XX.
-  char buf[64];
-  auto res =
-      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  bool neg = sci[0] == '-';
-  if (neg) sci.erase(0, 1);
-  size_t e = sci.find('e');
-  int exp = std::stoi(sci.substr(e + 1));
+  // fmt's "{}" is the shortest round-trip form (std::to_chars for doubles
+  // is missing from emscripten's libc++); its digits and exponent are
+  // re-read here whatever layout it chose.
+  const bool neg = v < 0;
+  const std::string shortest = fmt::format("{}", std::abs(v));
+  const size_t e_at = shortest.find('e');
+  const std::string mantissa = shortest.substr(0, e_at);
+  int exp =
+      e_at == std::string::npos ? 0 : std::stoi(shortest.substr(e_at + 1));
+  const size_t dot = mantissa.find('.');
+  exp += int(dot == std::string::npos ? mantissa.size() : dot) - 1;
   std::string digits;
-  for (size_t i = 0; i < e; ++i) {
-    if (sci[i] != '.') digits += sci[i];
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
   }
+  const size_t lead = digits.find_first_not_of('0');
+  digits.erase(0, lead);
+  exp -= int(lead);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
   if (exp >= -4 && exp < 16) {
     if (exp < 0) {
       return fmt::format("{}0.{}{}", neg ? "-" : "",
