@@ -150,11 +150,30 @@ uint32_t pure_file_type(QuantType type) {
       "general.file_type: {} is not a type of model weights", name(type)));
 }
 
-gguf::Metadata Config::to_gguf(QuantType weights) const {
+Config Config::llama(int64_t n_vocab, int64_t n_embd, int64_t n_layer,
+                     int64_t n_head, int64_t n_head_kv, int64_t n_ff,
+                     int64_t n_ctx) {
+  Config c;
+  c.arch = "llama";
+  c.n_vocab = n_vocab;
+  c.n_embd = n_embd;
+  c.n_layer = n_layer;
+  c.n_head = n_head;
+  c.n_head_kv = n_head_kv;
+  c.head_dim = n_head > 0 ? n_embd / n_head : 0;
+  c.rope_dim = c.head_dim;
+  c.n_ff = n_ff;
+  c.n_ctx_train = n_ctx;
+  return c;
+}
+
+gguf::Metadata Config::to_gguf(QuantType weights,
+                               const std::string& name) const {
   auto u32 = [](int64_t v) { return gguf::Value(uint32_t(v)); };
   const std::string a = arch + ".";
   gguf::Metadata m;
   m.set("general.architecture", gguf::Value(arch));
+  m.set("general.name", gguf::Value(name));
   m.set("general.file_type", gguf::Value(pure_file_type(weights)));
   if (weights != QuantType::f32 && weights != QuantType::f16 &&
       weights != QuantType::bf16) {

@@ -56,11 +56,17 @@ struct Config {
   // required key is missing, mistyped or out of range, or the architecture
   // is not one of the above.
   static Config from_gguf(const gguf::Reader& file);
-  // The general.* and <arch>.* keys from_gguf reads back as this Config,
-  // for a file whose matrices are `weights` (general.file_type); the
-  // tokenizer.* keys are the caller's. The flags read from tensors
-  // (tied_output, qkv_bias, rope_freqs) are the caller's tensors to write.
-  gguf::Metadata to_gguf(QuantType weights) const;
+  // A "llama" Config of the given sizes (head size n_embd / n_head, RoPE
+  // over the whole head, base 10000, RMSNorm epsilon 1e-5, untied output).
+  static Config llama(int64_t n_vocab, int64_t n_embd, int64_t n_layer,
+                      int64_t n_head, int64_t n_head_kv, int64_t n_ff,
+                      int64_t n_ctx);
+  // The general.* keys (architecture, `name`, file type) and the <arch>.*
+  // keys from_gguf reads back as this Config, for a file whose matrices are
+  // `weights`; the tokenizer.* keys are the caller's. The flags read from
+  // tensors (tied_output, qkv_bias, rope_freqs) are the caller's tensors to
+  // write.
+  gguf::Metadata to_gguf(QuantType weights, const std::string& name) const;
 };
 
 // GGUF's general.file_type (llama_ftype) of a file whose 2-D weights are

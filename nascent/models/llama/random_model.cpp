@@ -163,27 +163,12 @@ gguf::Metadata random_model_metadata(const RandomModelConfig& c) {
   if (!c.chat_template.empty()) {
     vocab.set("tokenizer.chat_template", gguf::Value(c.chat_template));
   }
-  Config model;
-  model.arch = "llama";
-  model.n_vocab = int64_t(vocab.at("tokenizer.ggml.tokens").array_size());
-  model.n_embd = c.n_embd;
-  model.n_layer = c.n_layer;
-  model.n_head = c.n_head;
-  model.n_head_kv = c.n_head_kv;
-  model.head_dim = c.n_embd / c.n_head;
-  model.rope_dim = model.head_dim;
-  model.n_ff = c.n_ff;
-  model.n_ctx_train = c.n_ctx;
+  Config model = Config::llama(
+      int64_t(vocab.at("tokenizer.ggml.tokens").array_size()), c.n_embd,
+      c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_ctx);
   model.rms_eps = c.rms_eps;
   model.rope_freq_base = c.rope_freq_base;
-  // general.name second, as the files written before to_gguf existed.
-  gguf::Metadata m;
-  m.set("general.architecture", gguf::Value("llama"));
-  m.set("general.name", gguf::Value("nascent random llama"));
-  const gguf::Metadata keys = model.to_gguf(c.type);
-  for (const auto& [key, value] : keys.entries()) {
-    m.set(key, value);
-  }
+  gguf::Metadata m = model.to_gguf(c.type, "nascent random llama");
   for (const auto& [key, value] : vocab.entries()) m.set(key, value);
   return m;
 }

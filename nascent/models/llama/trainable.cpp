@@ -43,23 +43,6 @@ void check_config(const Config& c) {
 
 }  // namespace
 
-Config trainable_config(int64_t n_vocab, int64_t n_embd, int64_t n_layer,
-                        int64_t n_head, int64_t n_head_kv, int64_t n_ff,
-                        int64_t n_ctx) {
-  Config c;
-  c.arch = "llama";
-  c.n_vocab = n_vocab;
-  c.n_embd = n_embd;
-  c.n_layer = n_layer;
-  c.n_head = n_head;
-  c.n_head_kv = n_head_kv;
-  c.head_dim = n_head > 0 ? n_embd / n_head : 0;
-  c.rope_dim = c.head_dim;
-  c.n_ff = n_ff;
-  c.n_ctx_train = n_ctx;
-  return c;
-}
-
 TrainableBlock::TrainableBlock(const Config& c, Backend& backend,
                                Generator& gen)
     : config_(c) {
@@ -176,12 +159,7 @@ void export_gguf(TrainableModel& model, const gguf::Metadata& tokenizer,
         tokens ? int64_t(tokens->array_size()) : 0, c.n_vocab));
   }
   gguf::Writer w;
-  w.metadata().set("general.architecture", gguf::Value(c.arch));
-  w.metadata().set("general.name", gguf::Value(name));
-  const gguf::Metadata keys = c.to_gguf(type);
-  for (const auto& [key, value] : keys.entries()) {
-    w.metadata().set(key, value);
-  }
+  w.metadata() = c.to_gguf(type, name);
   for (const auto& [key, value] : tokenizer.entries()) {
     if (key.rfind("tokenizer.", 0) == 0) w.metadata().set(key, value);
   }

@@ -7,7 +7,7 @@
 // llama::load and llama.cpp run with the same logits.
 //
 //   autodiff::Backend ad(cpu);
-//   llama::Config c = llama::trainable_config(4096, 288, 6, 6, 6, 768, 256);
+//   llama::Config c = llama::Config::llama(4096, 288, 6, 6, 6, 768, 256);
 //   llama::TrainableModel lm(c, ad, /*seed*/ 1);
 //   Tensor loss = lm.loss(batch);             // i32 [B, T + 1] token ids
 //   llama::export_gguf(lm, tokenizer_keys, QuantType::f16, "lm.gguf");
@@ -27,12 +27,6 @@
 #include "nascent/nn/norm.h"
 
 namespace nascent::llama {
-
-// A "llama" Config of the given sizes (head size n_embd / n_head, RoPE over
-// the whole head, base 10000, RMSNorm epsilon 1e-5, untied output).
-Config trainable_config(int64_t n_vocab, int64_t n_embd, int64_t n_layer,
-                        int64_t n_head, int64_t n_head_kv, int64_t n_ff,
-                        int64_t n_ctx);
 
 // One decoder layer: attn_norm, attn_{q,k,v,output}, ffn_norm,
 // ffn_{gate,up,down}, each holding "weight" as in GGUF.
@@ -76,8 +70,8 @@ class TrainableModel final : public nn::Module {
   std::shared_ptr<nn::Linear> output_;
 };
 
-// Writes `model` as a GGUF file (atomically): config().to_gguf, `tokenizer`'s
-// tokenizer.* keys (whose token count must be n_vocab), general.name, the
+// Writes `model` as a GGUF file (atomically): config().to_gguf (with `name`),
+// `tokenizer`'s tokenizer.* keys (whose token count must be n_vocab), the
 // matrices in `type` (f32, f16, bf16 or a block type whose blocks divide
 // every row) and the norms in f32. ValueError for a type that does not fit.
 void export_gguf(TrainableModel& model, const gguf::Metadata& tokenizer,

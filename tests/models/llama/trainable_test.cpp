@@ -23,7 +23,7 @@ namespace {
 using testing::expect_error;
 
 Config small() {
-  return trainable_config(320, 64, 2, 4, 2, 96, 32);
+  return Config::llama(320, 64, 2, 4, 2, 96, 32);
 }
 
 std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
