@@ -12,6 +12,9 @@ packages=(
   # The main job's data: Fashion-MNIST's IDX files in
   # /usr/share/datasets/fashion-mnist.
   dataset-fashion-mnist
+  # `nascent train-lm`'s default corpus: the English prose of the fortune
+  # files (about 2.4 MB in /usr/share/games/fortunes).
+  fortunes fortunes-min
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
   # The chat-template tests' peer: Jinja2, the engine Hugging Face renders
