@@ -12,6 +12,9 @@ packages=(
   # The main job's data: Fashion-MNIST's IDX files in
   # /usr/share/datasets/fashion-mnist.
   dataset-fashion-mnist
+  # English text (/usr/share/games/fortunes): the tokenizer trainer's tests
+  # and the default corpus of train-lm.
+  fortunes
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
   # The chat-template tests' peer: Jinja2, the engine Hugging Face renders
