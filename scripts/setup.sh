@@ -12,8 +12,8 @@ packages=(
   # The main job's data: Fashion-MNIST's IDX files in
   # /usr/share/datasets/fashion-mnist.
   dataset-fashion-mnist
-  # `nascent train-lm`'s default corpus: the English prose of the fortune
-  # files (about 2.4 MB in /usr/share/games/fortunes).
+  # English text (/usr/share/games/fortunes, about 2.4 MB): the default
+  # corpus of `nascent train-lm` and the tokenizer trainer's tests.
   fortunes fortunes-min
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +19,10 @@
 namespace nascent::tokenizer {
 
 enum class PreTokenizer { gpt2, llama3, qwen2 };
+
+// The pre-tokenizer a tokenizer.ggml.pre value names ("gpt-2", "llama-bpe",
+// "qwen2" and their aliases, as llama.cpp reads them), or nothing.
+std::optional<PreTokenizer> pre_tokenizer_from_name(std::string_view name);
 
 // Splits code points into words: each is a [begin, end) range of indices.
 std::vector<std::pair<size_t, size_t>> split_words(

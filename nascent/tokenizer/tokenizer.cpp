@@ -126,6 +126,13 @@ struct Fragment {
 
 }  // namespace
 
+std::optional<PreTokenizer> pre_tokenizer_from_name(std::string_view name) {
+  for (const auto& p : kPreTokenizers) {
+    if (p.name == name) return p.kind;
+  }
+  return std::nullopt;
+}
+
 Tokenizer Tokenizer::from_gguf_file(const std::string& path) {
   return from_gguf(gguf::Reader(path).metadata());
 }
@@ -201,15 +208,13 @@ Tokenizer Tokenizer::from_gguf(const gguf::Metadata& m) {
   std::string pre;
   if (!spm) {
     pre = m.find_string("tokenizer.ggml.pre").value_or("");
-    bool known = false;
-    for (const auto& p : kPreTokenizers) {
-      if (p.name == pre) v->pre = p.kind, known = true;
-    }
-    if (!known) {
+    std::optional<PreTokenizer> kind = pre_tokenizer_from_name(pre);
+    if (!kind) {
       fail(m, fmt::format("tokenizer.ggml.pre '{}' is not supported (gpt-2, "
                           "llama-bpe, qwen2 and their aliases are)",
                           pre));
     }
+    v->pre = *kind;
     const auto& merges = m.get_array<std::string>("tokenizer.ggml.merges");
     v->merge_rank.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
