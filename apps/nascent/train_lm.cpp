@@ -143,6 +143,8 @@ void print_samples(llama::LmTrainer& t, const std::string& out_stem,
 struct RunState {
   std::vector<std::string> corpus;
   int64_t heldout_every = 20;
+  int64_t eval_every = 100;
+  int64_t eval_windows = 64;
   train::LossCurve curve;
 };
 
@@ -152,6 +154,14 @@ RunState read_run_state(const std::string& path) {
   try {
     r.corpus = state.at("corpus").get<std::vector<std::string>>();
     r.heldout_every = state.at("heldout_every").get<int64_t>();
+    r.eval_every = state.at("eval_every").get<int64_t>();
+    r.eval_windows = state.at("eval_windows").get<int64_t>();
+    if (r.heldout_every < 2 || r.eval_every < 0 || r.eval_windows < 1) {
+      throw FormatError(fmt::format(
+          "{}: the run's held-out split (one in {}) or evaluation settings "
+          "(every {} steps, {} windows) are out of range",
+          path, r.heldout_every, r.eval_every, r.eval_windows));
+    }
     const json& h = state.at("history");
     for (const json& p : h.at("train")) {
       r.curve.train.emplace_back(p.at(0).get<double>(), p.at(1).get<double>());
@@ -187,7 +197,10 @@ int train_lm(Args args) {
   if (!args.resume.empty()) {
     RunState saved = read_run_state(args.resume);
     if (files.empty()) files = saved.corpus;
+    // The run goes on as it was set up; only its length may change.
     args.heldout_every = saved.heldout_every;
+    args.eval_every = saved.eval_every;
+    args.eval_windows = saved.eval_windows;
     curve = std::move(saved.curve);
   }
   if (files.empty()) files = data::default_corpus_files();
@@ -232,6 +245,7 @@ int train_lm(Args args) {
   if (!args.resume.empty()) {
     fmt::print("resumed from {} at step {}\n", args.resume, trainer.steps());
   }
+  std::fflush(stdout);
 
   curve.title = fmt::format("nascent train-lm: {}", trainer.model().describe());
   auto save = [&] {
@@ -241,7 +255,9 @@ int train_lm(Args args) {
       history["validation"].push_back({s, l});
     json extra = {{"history", history},
                   {"corpus", files},
-                  {"heldout_every", args.heldout_every}};
+                  {"heldout_every", args.heldout_every},
+                  {"eval_every", args.eval_every},
+                  {"eval_windows", args.eval_windows}};
     trainer.save(args.output, extra);
     train::write_loss_curve(out_stem + ".loss.svg", curve);
   };
@@ -331,7 +347,7 @@ NASCENT_COMMAND(
           ->check(CLI::IsMember({"spm-bpe", "byte-bpe"}))
           ->capture_default_str();
       sub.add_option("--vocab-size", o.n_vocab, "tokens of the vocabulary")
-          ->check(CLI::Range(300, 1 << 20))
+          ->check(CLI::Range(260, 1 << 20))
           ->capture_default_str();
       sub.add_option("--dim", o.n_embd, "embedding width")
           ->check(CLI::Range(8, 1 << 16))
@@ -416,8 +432,9 @@ NASCENT_COMMAND(
       sub.add_option("-o,--output", args->output, "checkpoint path")
           ->capture_default_str();
       sub.add_option("--resume", args->resume,
-                     "continue a run from its checkpoint with its options and "
-                     "tokenizer; --steps may extend it");
+                     "continue a run from its checkpoint with its options, "
+                     "tokenizer, corpus and evaluation settings; --steps may "
+                     "extend it");
       return [=] {
         args->steps_given = steps->count() > 0;
         return train_lm(*args);

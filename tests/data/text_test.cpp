@@ -44,11 +44,11 @@ TEST(TextCorpus, EveryNthDocumentIsHeldOut) {
 }
 
 TEST(TextCorpus, BadFilesAreClearErrors) {
-  testing::TempDir dir;
+  testing::TempDir dir, texts;
   expect_error<IoError>([&] { read_documents({dir.file("missing")}); },
                         {dir.file("missing")});
-  write_text(dir.file("empty"), "\n%\n\n%\n");
-  expect_error<ValueError>([&] { read_documents({dir.file("empty")}); },
+  write_text(texts.file("empty"), "\n%\n\n%\n");
+  expect_error<ValueError>([&] { read_documents({texts.file("empty")}); },
                            {"hold no text"});
   expect_error<IoError>([&] { default_corpus_files(dir.path()); },
                         {dir.path(), "fortunes"});

@@ -23,9 +23,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SKIP = 77
-# float32 against float64: the relative error of a whole gradient tensor.
-GRAD_TOL = 2e-4
-LOSS_TOL = 1e-5
+# float32 against float64: the relative error of a whole gradient tensor
+# (measured 3.9e-7 and 4.7e-7 on the two models).
+GRAD_TOL = 1e-5
+LOSS_TOL = 1e-6
 
 try:
     import numpy as np

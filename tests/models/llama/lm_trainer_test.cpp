@@ -221,8 +221,8 @@ TEST(LmTrainer, RejectsMismatchedCheckpointsAndOptions) {
   EXPECT_EQ(LmTrainer::checkpoint_options(path).to_json(), o.to_json());
   EXPECT_EQ(LmTrainer::checkpoint_tokenizer(path).entries(),
             synthetic_spm_vocab(o.n_vocab).entries());
-  expect_error<ValueError>([&] { LmTrainer(o, cpu, synthetic_spm_vocab(299)); },
-                           {"299 tokens", "300"});
+  expect_error<ValueError>([&] { LmTrainer(o, cpu, synthetic_spm_vocab(320)); },
+                           {"320 tokens", "vocabulary 300"});
   LmOptions bad = o;
   bad.seq_len = 0;
   expect_error<ValueError>(
