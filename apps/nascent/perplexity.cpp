@@ -47,6 +47,7 @@ int run_perplexity(const Args& args) {
           .count();
   fmt::print("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", r.ppl,
              r.uncertainty);
+  std::fflush(stdout);
   fmt::print(stderr, "perplexity: {} tokens, {} chunks, {} scored, {:.1f} s\n",
              r.tokens, r.chunks, r.scored, seconds);
   return 0;

@@ -33,7 +33,7 @@ struct LmOptions {
   // Optimizer, peak learning rate, schedule, warm-up, weight decay, batch
   // size (sequences per micro-batch) and seed. `epochs` is unused.
   train::TrainOptions train = default_train_options();
-  int64_t steps = 1000;  // Optimizer steps of the whole run.
+  int64_t steps = 500;  // Optimizer steps of the whole run.
   int64_t seq_len = 128;
   int64_t grad_accum = 1;  // Micro-batches per step.
   double clip = 1.0;       // Largest joint gradient norm; 0 turns it off.
