@@ -3,16 +3,18 @@
 // what generate::TextGenerator gives each alone; cancellation frees the slot
 // for the next request at once; a full queue and bad requests are refused;
 // a cached prefix is reused; stop strings, max_tokens and logprobs; the
-// threaded loop and its shutdown.
+// threaded loop and its shutdown; events never split a UTF-8 character.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/generate/generator.h"
+#include "nascent/generate/stream.h"
 #include "nascent/models/llama/random_model.h"
 #include "nascent/serve/scheduler.h"
 #include "tests/io/test_files.h"
+#include "tests/models/llama/test_model.h"
 
 namespace nascent::test {
 namespace {
@@ -338,6 +340,49 @@ TEST_F(SchedulerTest, ThreadedLoopStreamsAndShutsDown) {
   drain(e, oe);
   EXPECT_EQ(oe.finish, FinishReason::cancelled);
   EXPECT_EQ(s.stats().slots_active, 0);
+}
+
+// A vocabulary of byte tokens and multi-byte pieces: sampled byte tokens
+// often end inside a character, which no event may split.
+TEST(SchedulerUtf8, EventsNeverSplitACharacter) {
+  testing::TempDir dir;
+  ModelSpec spec;
+  spec.extra = byte_vocab({"\xe2\x96\x81the", "\xc3\xa9t\xc3\xa9",
+                           "\xe4\xb8\xad", "ab", "\xf0\x9f\x98\x80"});
+  spec.n_vocab = 3 + 256 + 5;
+  spec.n_ctx_train = 256;
+  write_model(spec, dir.file("m.gguf"));
+  auto model = llama::load(dir.file("m.gguf"), backend(), {.n_seq = 3});
+  const auto tok = tokenizer::Tokenizer::from_gguf(model->file().metadata());
+  serve::Scheduler s(model, tok);
+  std::vector<serve::Request> reqs;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    serve::RequestOptions o;
+    o.sampling.temperature = 1.5f;
+    o.sampling.top_k = 0;
+    o.sampling.top_p = 1.0f;
+    o.sampling.min_p = 0.0f;
+    o.sampling.seed = seed;
+    o.max_tokens = 60;
+    o.ignore_eos = true;
+    reqs.push_back(s.submit(tok.encode("\xc3\xa9t\xc3\xa9 \xe4\xb8\xad"), o));
+  }
+  int held_back = 0;
+  std::vector<std::string> text(3);
+  for (int i = 0; i < 500 && s.step(); ++i) {
+    for (size_t k = 0; k < reqs.size(); ++k) {
+      while (std::optional<Event> e = reqs[k].next(0ms)) {
+        EXPECT_EQ(generate::sanitize_utf8(e->text), e->text);
+        if (e->text.empty() && !e->done) ++held_back;
+        text[k] += e->text;
+      }
+    }
+  }
+  EXPECT_GT(held_back, 0);  // Some characters did arrive over two tokens.
+  for (const std::string& t : text) {
+    EXPECT_EQ(generate::sanitize_utf8(t), t);
+    EXPECT_FALSE(t.empty());
+  }
 }
 
 }  // namespace
