@@ -33,10 +33,12 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     runners.emplace_back(sub, c.setup(*sub));
   }
-  // llama.cpp's two-letter single-dash flag (-np), which CLI11 cannot name.
+  // llama.cpp's two-letter single-dash flags (-np, -md), which CLI11 cannot
+  // name.
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::string& a : args) {
     if (a == "-np") a = "--np";
+    if (a == "-md") a = "--model-draft";
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them last first.
   try {
