@@ -112,6 +112,12 @@ int run_serve(const ServeArgs& a) {
     st.closing = true;
     st.scheduler->shutdown(
         std::chrono::milliseconds(int64_t(a.grace_s * 1000.0)));
+    // Every request has its last event now; let the streams send theirs.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (st.streams_open > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     svr.stop();
   });
   fmt::print(stderr,

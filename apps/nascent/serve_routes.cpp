@@ -161,12 +161,14 @@ void completion(ServerState& st, const httplib::Request& req,
     return;
   }
   res.set_header("Cache-Control", "no-cache");
+  ++st.streams_open;
   res.set_chunked_content_provider(
       "text/event-stream",
       [c](size_t, httplib::DataSink& sink) { return pump(*c, sink); },
       [c, &st](bool success) {
         if (!success && !c->all_finished()) ++st.streams_dropped;
         c->cancel();
+        --st.streams_open;
       });
 }
 

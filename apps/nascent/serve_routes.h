@@ -31,6 +31,9 @@ struct ServerState {
   // HTTP responses by class, for /metrics.
   std::atomic<int64_t> http_2xx{0}, http_4xx{0}, http_5xx{0};
   std::atomic<int64_t> streams_dropped{0};  // Clients gone mid-stream.
+  // Streams still sending: a shutdown waits for their last chunks before
+  // stopping httplib (which stops chunked writes once it stops).
+  std::atomic<int64_t> streams_open{0};
 };
 
 // POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET

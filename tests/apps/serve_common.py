@@ -15,16 +15,18 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def make_model(binary, folder, seed=1):
+def make_model(binary, folder, seed=1, name="model.gguf", dim=64, layers=2):
+    """A random model; the default one decodes thousands of tokens/s, a
+    wider one (dim 256, 4 layers) is slow enough to be caught mid-request."""
     tmpl = os.path.join(folder, "chatml.jinja")
     with open(tmpl, "w") as f:
         f.write(CHATML)
-    path = os.path.join(folder, "model.gguf")
-    subprocess.run([binary, "make-model", path, "--dim", "64", "--layers",
-                    "2", "--heads", "4", "--kv-heads", "2", "--ffn", "160",
-                    "--vocab-size", "320", "--ctx", "2048", "--seed",
-                    str(seed), "--chat-template", tmpl],
-                   check=True, capture_output=True, timeout=60)
+    path = os.path.join(folder, name)
+    subprocess.run([binary, "make-model", path, "--dim", str(dim),
+                    "--layers", str(layers), "--heads", "4", "--kv-heads",
+                    "2", "--ffn", str(dim * 5 // 2), "--vocab-size", "320",
+                    "--ctx", "2048", "--seed", str(seed), "--chat-template",
+                    tmpl], check=True, capture_output=True, timeout=60)
     return path
 
 

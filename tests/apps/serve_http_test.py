@@ -116,7 +116,7 @@ def test_framing_with_curl(srv):
           "finish_reason only on the last chunk: %s" % finishes)
 
 
-def test_errors(srv, binary, model):
+def test_errors(srv, binary, model, slow_model):
     def expect(status, method, path, body=None, raw=None, param=None,
                headers=None):
         got, r = srv.request(method, path, body, raw=raw, headers=headers)
@@ -171,11 +171,11 @@ def test_errors(srv, binary, model):
         keyed.stop()
 
     # One slot, no queue: a second request while the first runs gets 503.
-    busy = Server(binary, model, "-np", "1", "--max-queue", "0")
+    busy = Server(binary, slow_model, "-np", "1", "--max-queue", "0")
     try:
         results = {}
         t = threading.Thread(target=stream, args=(
-            busy, completion(400, "long one", ignore_eos=True), results,
+            busy, completion(500, "long one", ignore_eos=True), results,
             "long"))
         t.start()
         deadline = time.time() + 10
@@ -248,6 +248,7 @@ def test_tokenize(srv):
 
 
 def test_sigterm_with_stream(binary, model):
+    # (model: the slow one, still generating when the signal comes.)
     srv = Server(binary, model, "-np", "2", "--shutdown-grace", "0.3")
     results = {}
     t = threading.Thread(target=stream, args=(
@@ -269,23 +270,27 @@ def main():
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         model = make_model(binary, tmp)
+        slow = make_model(binary, tmp, name="slow.gguf", dim=256, layers=4)
         srv = Server(binary, model, "-np", "8", "-c", "4096", "--max-body",
                      "65536")
+        slow_srv = Server(binary, slow, "-np", "2")
         try:
             for name, fn in [("framing", lambda: test_framing_with_curl(srv)),
                              ("errors", lambda: test_errors(srv, binary,
-                                                            model)),
+                                                            model, slow)),
                              ("tokenize", lambda: test_tokenize(srv)),
                              ("concurrent", lambda: test_concurrent_greedy(
                                  srv)),
-                             ("drop", lambda: test_drop_frees_slot(srv))]:
+                             ("drop", lambda: test_drop_frees_slot(
+                                 slow_srv))]:
                 t0 = time.time()
                 fn()
                 print("%s: %.1f s" % (name, time.time() - t0), flush=True)
         finally:
-            rc = srv.stop()
-            check(rc == 0, "server exit status %s" % rc)
-        test_sigterm_with_stream(binary, model)
+            for server in (srv, slow_srv):
+                rc = server.stop()
+                check(rc == 0, "server exit status %s" % rc)
+        test_sigterm_with_stream(binary, slow)
     if failures:
         print("%d failure(s)" % len(failures))
         return 1
