@@ -116,6 +116,28 @@ def test_framing_with_curl(srv):
           "finish_reason only on the last chunk: %s" % finishes)
 
 
+def test_n_choices_streamed(srv):
+    """n = 3 sampled chat choices, streamed interleaved, equal the same
+    request's non-streamed choices (the seed fixes them)."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "n": 3,
+            "max_tokens": 12, "seed": 4, "temperature": 1.0}
+    conn = srv.connect()
+    conn.request("POST", "/v1/chat/completions",
+                 body=json.dumps(dict(body, stream=True)),
+                 headers={"Content-Type": "application/json"})
+    events = sse_events(conn.getresponse())
+    conn.close()
+    streamed = {}
+    for e in events[:-1]:
+        for c in json.loads(e)["choices"]:
+            streamed[c["index"]] = streamed.get(c["index"], "") + (
+                c["delta"].get("content") or "")
+    status, r = srv.request("POST", "/v1/chat/completions", body)
+    whole = {c["index"]: c["message"]["content"] for c in r["choices"]}
+    check(status == 200 and streamed == whole and len(whole) == 3,
+          "n = 3 streamed %r == whole %r" % (streamed, whole))
+
+
 def test_errors(srv, binary, model, slow_model):
     def expect(status, method, path, body=None, raw=None, param=None,
                headers=None):
@@ -279,6 +301,7 @@ def main():
                              ("errors", lambda: test_errors(srv, binary,
                                                             model, slow)),
                              ("tokenize", lambda: test_tokenize(srv)),
+                             ("n", lambda: test_n_choices_streamed(srv)),
                              ("concurrent", lambda: test_concurrent_greedy(
                                  srv)),
                              ("drop", lambda: test_drop_frees_slot(
