@@ -9,6 +9,10 @@ packages=(
   build-essential cmake ninja-build g++ clang-format ccache
   # Libraries (headers; fmt and Highway are also used header-only in wasm).
   libfmt-dev libhwy-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  # `nascent serve`'s HTTP server and SSE streaming (cpp-httplib, MIT): a
+  # maintained single-purpose library, packaged by Debian; CMake finds it
+  # through its pkg-config file.
+  libcpp-httplib-dev pkgconf
   # The main job's data: Fashion-MNIST's IDX files in
   # /usr/share/datasets/fashion-mnist.
   dataset-fashion-mnist

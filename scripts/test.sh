@@ -53,6 +53,8 @@ step testdata bash scripts/setup_testdata.sh
 # The pinned onnx (node test cases) and onnxruntime (benchmark peer) in
 # build/onnx-venv; the ONNX tests fail under CI without them.
 step onnx-setup bash scripts/setup_onnx.sh
+# The pinned openai client of the `nascent serve` tests, in build/serve-venv.
+step serve-setup bash scripts/setup_serve.sh
 step build native_build
 # The README's benchmark preset must configure after the set-up (its peers,
 # OpenBLAS and oneDNN, are found); building it is left to bench runs.

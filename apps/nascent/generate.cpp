@@ -20,6 +20,8 @@
 #include "apps/nascent/command.h"
 #include "apps/nascent/llama_common.h"
 #include "nascent/core/error.h"
+#include "nascent/generate/speculative.h"
+#include "nascent/generate/stream.h"
 
 namespace {
 
@@ -37,7 +39,62 @@ struct GenerateArgs {
   bool chat = false;
   std::string system;
   cli::ChatTemplateArgs tmpl;
+  std::string model_draft;  // Speculative decoding (greedy).
+  int32_t n_draft = 4;
 };
+
+// Greedy speculative decoding with a draft model: the target's own greedy
+// tokens, streamed, and the acceptance figures on stderr.
+int run_speculative(const GenerateArgs& a, llama::Model& target,
+                    const tokenizer::Tokenizer& tok,
+                    const std::vector<tokenizer::TokenId>& ids,
+                    const generate::GenerateOptions& options) {
+  if (a.model.temp > 0.0f || !options.stop.empty() ||
+      a.model.repeat_penalty != 1.0f || a.model.presence_penalty != 0.0f ||
+      a.model.frequency_penalty != 0.0f) {
+    throw ValueError(
+        "generate: --model-draft is greedy only: give --temp 0 and no "
+        "stop strings or penalties");
+  }
+  auto draft =
+      llama::load(a.model_draft, target.backend(), {.n_ctx = target.n_ctx()});
+  generate::SpeculativeOptions so;
+  so.n_draft = a.n_draft;
+  so.max_tokens = options.max_tokens;
+  so.ignore_eos = options.ignore_eos;
+  so.stop_tokens = options.stop_tokens;
+  generate::StreamingDetokenizer detok(tok);
+  const auto t0 = std::chrono::steady_clock::now();
+  const generate::SpeculativeResult r = generate::speculative_greedy(
+      target, *draft, tok, ids, so, [&](tokenizer::TokenId id) {
+        if (!a.print_ids) {
+          const std::string text = detok.push(id);
+          std::fwrite(text.data(), 1, text.size(), stdout);
+          std::fflush(stdout);
+        }
+        return true;
+      });
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  if (a.print_ids) {
+    fmt::print("[{}]\n", fmt::join(r.tokens, ", "));
+  } else {
+    fmt::print("{}\n", detok.flush());
+  }
+  std::fflush(stdout);
+  fmt::print(
+      stderr,
+      "\nnascent: speculative: {} tokens in {:.2f} ms ({:.2f} tokens "
+      "per second, prompt included), {} of {} drafted tokens "
+      "accepted ({:.1f}%), {} target passes\n",
+      r.tokens.size(), ms, ms > 0 ? 1000.0 * double(r.tokens.size()) / ms : 0.0,
+      r.n_accepted, r.n_drafted,
+      r.n_drafted > 0 ? 100.0 * double(r.n_accepted) / double(r.n_drafted)
+                      : 0.0,
+      r.n_target_passes);
+  return 0;
+}
 
 std::vector<tokenizer::TokenId> parse_ids(const std::string& text) {
   std::vector<tokenizer::TokenId> ids;
@@ -139,6 +196,9 @@ int run_generate(const GenerateArgs& a) {
     if (a.model.n_predict == 0) return 0;
   }
 
+  if (!a.model_draft.empty()) {
+    return run_speculative(a, *model, tokenizer, ids, options);
+  }
   generate::TextGenerator gen(model, tokenizer, options);
   auto print = [&](std::string_view text) {
     if (!a.print_ids) {
@@ -192,5 +252,13 @@ NASCENT_COMMAND(
       sub.add_option("--system-prompt,--sys", a->system,
                      "a system message before it (with --chat)");
       cli::add_chat_template_options(sub, a->tmpl);
+      sub.add_option("--model-draft", a->model_draft,
+                     "a draft model for speculative decoding (greedy, "
+                     "--temp 0): the same tokens, fewer target passes")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--draft", a->n_draft,
+                     "tokens the draft proposes per round")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 64));
       return [a] { return run_generate(*a); };
     });

@@ -69,6 +69,7 @@ std::shared_ptr<llama::Model> load_model(const ModelArgs& a) {
   backend = make_backend(a.device);
   llama::LoadOptions options;
   options.n_ctx = a.n_ctx;
+  options.n_seq = a.n_seq;
   return llama::load(a.model, *backend, options);
 }
 

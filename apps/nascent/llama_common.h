@@ -15,6 +15,7 @@ namespace nascent::cli {
 struct ModelArgs {
   std::string model;
   int64_t n_ctx = 0;  // 0: the model's (at most 4096).
+  int32_t n_seq = 1;  // KV-cache slots (serve's -np; not a flag here).
   int threads = 0;    // 0: the CPU backend's default.
   std::string device = "cpu";
   int32_t n_predict = -1;

@@ -1,5 +1,6 @@
 // The nascent command line: one subcommand per file (see command.h). With
 // no arguments it runs the default command, the project's main job.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -32,8 +33,16 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     runners.emplace_back(sub, c.setup(*sub));
   }
+  // llama.cpp's two-letter single-dash flags (-np, -md), which CLI11 cannot
+  // name.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string& a : args) {
+    if (a == "-np") a = "--np";
+    if (a == "-md") a = "--model-draft";
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first.
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -25,21 +25,26 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 Transformer::Transformer(Config config,
                          std::shared_ptr<const gguf::Reader> file,
-                         Backend& backend, int64_t n_ctx)
-    : Model(std::move(config), std::move(file), backend, n_ctx) {
+                         Backend& backend, int64_t n_ctx, int32_t n_seq)
+    : Model(std::move(config), std::move(file), backend, n_ctx, n_seq) {
   load_weights();
   const Config& c = config_;
   rope_.dims = c.rope_dim;
   rope_.mode = c.rope_mode;
   rope_.base = c.rope_freq_base;
   rope_.scale = c.rope_scale;
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    // Left uninitialised: attention reads only positions already written,
-    // and (on the CPU) untouched pages of a large allocation cost no memory.
-    k_cache_.push_back(
-        Tensor::empty({c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
-    v_cache_.push_back(
-        Tensor::empty({c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
+  k_cache_.resize(size_t(n_seq));
+  v_cache_.resize(size_t(n_seq));
+  for (int32_t s = 0; s < n_seq; ++s) {
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+      // Left uninitialised: attention reads only positions already written,
+      // and (on the CPU) untouched pages of a large allocation cost no
+      // memory.
+      k_cache_[size_t(s)].push_back(Tensor::empty(
+          {c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
+      v_cache_[size_t(s)].push_back(Tensor::empty(
+          {c.n_head_kv, n_ctx_, c.head_dim}, DType::f32, backend));
+    }
   }
 }
 
@@ -123,13 +128,38 @@ void Transformer::load_weights() {
 
 }  // namespace detail
 
-void Model::truncate(int64_t n) {
-  if (n < 0 || n > n_past_) {
+int64_t Model::n_past(int32_t seq) const {
+  if (seq < 0 || seq >= n_seq()) {
     throw ValueError(fmt::format(
-        "llama::Model::truncate: {} is outside the {} cached positions", n,
-        n_past_));
+        "llama::Model::n_past: sequence {} is outside [0, {})", seq, n_seq()));
   }
-  n_past_ = n;
+  return n_past_[size_t(seq)];
+}
+
+void Model::truncate(int64_t n, int32_t seq) {
+  const int64_t past = n_past(seq);
+  if (n < 0 || n > past) {
+    throw ValueError(fmt::format(
+        "llama::Model::truncate: {} is outside the {} cached positions of "
+        "sequence {}",
+        n, past, seq));
+  }
+  n_past_[size_t(seq)] = n;
+}
+
+void Model::reset() {
+  std::fill(n_past_.begin(), n_past_.end(), 0);
+}
+
+Tensor Model::forward(std::span<const int32_t> tokens, int64_t n_past,
+                      LogitsMode mode) {
+  const SeqChunk chunk{.seq = 0,
+                       .n_past = n_past,
+                       .tokens = tokens,
+                       .n_logits = mode == LogitsMode::all
+                                       ? int64_t(tokens.size())
+                                       : int64_t(1)};
+  return forward_batch(std::span<const SeqChunk>(&chunk, 1));
 }
 
 std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,
@@ -140,15 +170,20 @@ std::shared_ptr<Model> load(std::shared_ptr<const gguf::Reader> file,
     throw ValueError(fmt::format("llama::load: n_ctx = {} is negative", n_ctx));
   }
   if (n_ctx == 0) n_ctx = std::min<int64_t>(config.n_ctx_train, 4096);
+  if (options.n_seq < 1 || options.n_seq > 4096) {
+    throw ValueError(fmt::format("llama::load: n_seq = {} is outside [1, 4096]",
+                                 options.n_seq));
+  }
   // Keys and values in f32 for every layer; sizes are below 2^24 each.
   const double cache_bytes = 8.0 * double(n_ctx) * double(config.n_layer) *
-                             double(config.n_head_kv * config.head_dim);
+                             double(config.n_head_kv * config.head_dim) *
+                             double(options.n_seq);
   if (n_ctx > (int64_t(1) << 24) || cache_bytes > 0x1p48) {
     throw ValueError(fmt::format(
         "llama::load: a KV cache of n_ctx = {} positions is too large", n_ctx));
   }
-  return std::make_shared<detail::Transformer>(std::move(config),
-                                               std::move(file), backend, n_ctx);
+  return std::make_shared<detail::Transformer>(
+      std::move(config), std::move(file), backend, n_ctx, options.n_seq);
 }
 
 std::shared_ptr<Model> load(const std::string& path, Backend& backend,

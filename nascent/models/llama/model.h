@@ -8,7 +8,10 @@
 // Weights keep the file's stored type (every matrix goes through qmatmul):
 // the CPU uses them in place in the memory mapping, a device backend
 // receives each tensor's blocks once at load (Backend::wrap). The KV cache
-// is allocated once for the whole context and filled in place.
+// is allocated once for the whole context and filled in place; with
+// LoadOptions::n_seq it holds several independent sequences (slots), which
+// forward_batch runs together in one pass over the weights (a server's
+// concurrent requests: continuous batching).
 //
 //   auto model = llama::load("model.gguf", backend);  // cpu, cuda, ...
 //   Tensor logits = model->forward(prompt_ids, 0);  // f32 [1, n_vocab]
@@ -75,12 +78,25 @@ struct Config {
 uint32_t pure_file_type(QuantType type);
 
 struct LoadOptions {
-  // Context length (KV cache positions); 0: min(n_ctx_train, 4096).
+  // Context length (KV cache positions of each sequence); 0:
+  // min(n_ctx_train, 4096).
   int64_t n_ctx = 0;
+  // Sequence slots: independent KV caches of n_ctx positions each.
+  int32_t n_seq = 1;
 };
 
 // Which positions forward() returns logits for.
 enum class LogitsMode { last, all };
+
+// One sequence's part of a batched step (Model::forward_batch).
+struct SeqChunk {
+  int32_t seq = 0;                  // The slot, in [0, n_seq).
+  int64_t n_past = 0;               // Cached positions kept before `tokens`.
+  std::span<const int32_t> tokens;  // At least one.
+  // Logits of the last n_logits tokens: 0 none, 1 the next token's,
+  // tokens.size() all (speculative verification).
+  int64_t n_logits = 1;
+};
 
 class Model {
  public:
@@ -90,9 +106,11 @@ class Model {
   // The file (tokenizer metadata: Tokenizer::from_gguf(file().metadata())).
   const gguf::Reader& file() const { return *file_; }
   Backend& backend() const { return *backend_; }
+  // Positions of each sequence's cache.
   int64_t n_ctx() const { return n_ctx_; }
-  // Positions currently held in the KV cache.
-  int64_t n_past() const { return n_past_; }
+  int32_t n_seq() const { return int32_t(n_past_.size()); }
+  // Positions currently held in a sequence's KV cache.
+  int64_t n_past(int32_t seq = 0) const;
 
   // Runs `tokens` at positions n_past, n_past + 1, ... and stores their keys
   // and values in the cache; the cache is first truncated to n_past, which
@@ -100,27 +118,38 @@ class Model {
   // would not fit in n_ctx, or an id is outside [0, n_vocab)). All tokens go
   // through each layer together (batched prompt processing). Returns f32
   // logits [1, n_vocab] of the last token, or [tokens.size(), n_vocab] for
-  // LogitsMode::all.
-  virtual Tensor forward(std::span<const int32_t> tokens, int64_t n_past,
-                         LogitsMode mode = LogitsMode::last) = 0;
-  // Forgets the cache (n_past() becomes 0).
-  void reset() { truncate(0); }
-  // Keeps the first n positions of the cache (n <= n_past()).
-  void truncate(int64_t n);
+  // LogitsMode::all. Sequence 0's cache.
+  Tensor forward(std::span<const int32_t> tokens, int64_t n_past,
+                 LogitsMode mode = LogitsMode::last);
+  // Several sequences in one step: each chunk's tokens go at positions
+  // n_past, n_past + 1, ... of its own slot (truncated to n_past first), and
+  // all tokens of all chunks share each weight matrix's pass (prompt chunks
+  // of some sequences beside decode tokens of others). A slot sees only its
+  // own keys. Returns f32 [sum of n_logits, n_vocab], chunk by chunk in
+  // order (an undefined Tensor when that sum is 0). ValueError, before
+  // anything changes, for a slot out of range or named twice, an n_past
+  // beyond the slot's cache, tokens that do not fit n_ctx, an id outside
+  // the vocabulary or n_logits outside [0, tokens.size()].
+  virtual Tensor forward_batch(std::span<const SeqChunk> chunks) = 0;
+  // Forgets every sequence's cache.
+  void reset();
+  // Keeps the first n positions of a sequence's cache (n <= n_past(seq)).
+  void truncate(int64_t n, int32_t seq = 0);
 
  protected:
   Model(Config config, std::shared_ptr<const gguf::Reader> file,
-        Backend& backend, int64_t n_ctx)
+        Backend& backend, int64_t n_ctx, int32_t n_seq)
       : config_(std::move(config)),
         file_(std::move(file)),
         backend_(&backend),
-        n_ctx_(n_ctx) {}
+        n_ctx_(n_ctx),
+        n_past_(size_t(n_seq), 0) {}
 
   Config config_;
   std::shared_ptr<const gguf::Reader> file_;
   Backend* backend_;
   int64_t n_ctx_ = 0;
-  int64_t n_past_ = 0;
+  std::vector<int64_t> n_past_;  // Per sequence.
 };
 
 // Opens and maps the file, reads the Config and checks every tensor the
