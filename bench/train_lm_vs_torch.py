@@ -12,7 +12,7 @@ when the installed PyTorch has it. Run with Debian's /usr/bin/python3
 (python3-torch) or any Python with torch.
 
 Usage: bench/train_lm_vs_torch.py build/release/nascent [--threads 1,2]
-       [--steps 20] [--sizes default,wide]
+       [--steps 20] [--sizes default,wide] [--device cpu|cuda]
 """
 import argparse
 import os
@@ -36,15 +36,17 @@ SIZES = {
 }
 
 
-def nascent_rate(binary, size, threads, steps):
+def nascent_rate(binary, size, threads, steps, device, corpus):
     v, d, l, h, kv, ff, seq, b = size
     with tempfile.TemporaryDirectory() as tmp:
         r = subprocess.run(
-            [binary, "train-lm", "--vocab-size", str(v),
+            [binary, "train-lm", *(["--corpus", *corpus] if corpus else []),
+             "--vocab-size", str(v),
              "--dim", str(d), "--layers", str(l), "--heads", str(h),
              "--kv-heads", str(kv), "--ffn", str(ff), "--seq", str(seq),
              "--batch", str(b), "--steps", str(steps), "--eval-every", "0",
              "--eval-windows", "1", "--samples", "0", "-t", str(threads),
+             "-d", device,
              "-o", os.path.join(tmp, "lm.safetensors")],
             capture_output=True, text=True)
     if r.returncode != 0:
@@ -53,21 +55,27 @@ def nascent_rate(binary, size, threads, steps):
     return float(m.group(1))
 
 
-def torch_rate(size, threads, steps):
+def torch_rate(size, threads, steps, device):
     v, d, l, h, kv, ff, seq, b = size
     torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(1)
     hd = d // h
 
-    def p(*shape, std=0.02):
-        return torch.nn.Parameter(torch.randn(*shape, generator=g) * std)
+    dev = "cuda" if device.startswith("cuda") else "cpu"
 
-    w = {"token_embd.weight": p(v, d), "output_norm.weight":
-         torch.nn.Parameter(torch.ones(d)), "output.weight": p(v, d)}
+    def p(*shape, std=0.02):
+        return torch.nn.Parameter(
+            (torch.randn(*shape, generator=g) * std).to(dev))
+
+    def ones(n):
+        return torch.nn.Parameter(torch.ones(n, device=dev))
+
+    w = {"token_embd.weight": p(v, d), "output_norm.weight": ones(d),
+         "output.weight": p(v, d)}
     for i in range(l):
         w.update({
-            f"blk.{i}.attn_norm.weight": torch.nn.Parameter(torch.ones(d)),
-            f"blk.{i}.ffn_norm.weight": torch.nn.Parameter(torch.ones(d)),
+            f"blk.{i}.attn_norm.weight": ones(d),
+            f"blk.{i}.ffn_norm.weight": ones(d),
             f"blk.{i}.attn_q.weight": p(h * hd, d),
             f"blk.{i}.attn_k.weight": p(kv * hd, d),
             f"blk.{i}.attn_v.weight": p(kv * hd, d),
@@ -79,12 +87,14 @@ def torch_rate(size, threads, steps):
     cfg = (h, kv, 1e-5, 10000.0)
     start = time.perf_counter()
     for _ in range(steps):
-        ids = torch.randint(0, v, (b, seq + 1), generator=g)
+        ids = torch.randint(0, v, (b, seq + 1), generator=g).to(dev)
         loss = torch_llama.llama_loss(w, ids, cfg, fast=True)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(w.values(), 1.0)
         opt.step()
+    if dev == "cuda":
+        torch.cuda.synchronize()
     return steps * b * seq / (time.perf_counter() - start)
 
 
@@ -94,8 +104,13 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--sizes", default="default,wide")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda for both on the GPU")
+    ap.add_argument("--corpus", nargs="*", default=[],
+                    help="nascent's corpus files (default: Debian's fortunes)")
     a = ap.parse_args()
-    print(f"PyTorch {torch.__version__}, {a.steps} steps each, AdamW, f32")
+    print(f"PyTorch {torch.__version__}, {a.steps} steps each, AdamW, f32, "
+          f"{a.device}")
     print("| size | params | threads | nascent tok/s | PyTorch tok/s | "
           "ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -105,8 +120,9 @@ def main():
         params = 2 * v * d + l * (2 * d + d * d * 2 + 2 * d * d * kv // h
                                   + 3 * d * ff) + d
         for t in (int(x) for x in a.threads.split(",")):
-            ours = nascent_rate(a.nascent, size, t, a.steps)
-            theirs = torch_rate(size, t, a.steps)
+            ours = nascent_rate(a.nascent, size, t, a.steps, a.device,
+                                a.corpus)
+            theirs = torch_rate(size, t, a.steps, a.device)
             print(f"| {name} (dim {d}, ffn {ff}, batch {b}x{seq}) | "
                   f"{params / 1e6:.1f} M | {t} | {ours:.0f} | "
                   f"{theirs:.0f} | {ours / theirs:.2f} |", flush=True)

@@ -15,8 +15,9 @@ def rms_norm(x, w, eps):
 def rope(x, base):
     # x [B, T, H, D]: pairs (2i, 2i + 1) rotated by pos * base^(-2i / D).
     b, t, h, d = x.shape
-    pos = torch.arange(t, dtype=torch.float64)[:, None]
-    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pos = torch.arange(t, dtype=torch.float64, device=x.device)[:, None]
+    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64,
+                                 device=x.device) / d)
     ang = pos * inv[None, :]
     cos = torch.cos(ang).to(x.dtype)[None, :, None, :]
     sin = torch.sin(ang).to(x.dtype)[None, :, None, :]
@@ -38,7 +39,8 @@ def llama_loss(w, ids, cfg, fast=False):
     x = w["token_embd.weight"][inp]
     b, t, dim = x.shape
     hd = dim // n_head
-    mask = torch.full((t, t), float("-inf"), dtype=x.dtype).triu(1)
+    mask = torch.full((t, t), float("-inf"), dtype=x.dtype,
+                      device=x.device).triu(1)
     layer = 0
     while f"blk.{layer}.attn_q.weight" in w:
         p = lambda n: w[f"blk.{layer}.{n}.weight"]  # noqa: E731
