@@ -67,6 +67,13 @@ FLOAT_TOL = {"f32": 1e-4, "f16": 1e-2}
 # activations differently, were measured 0.07-0.12 std apart on these files
 # (bench/NOTES.md), and a kernel that drops a block moves them by ~1 std.
 QUANT_MIN_ARGMAX = 0.9
+# Argmax agreement counts the positions whose top two logits (llama.cpp's)
+# are more than this fraction of the logits' std apart: the random models
+# have near ties that 8-bit activations break either way. On an AVX2
+# machine llama.cpp's repacked q4_0 kernels flipped 3 of 24 positions of
+# k256's file, each within 0.001 std of a tie (session 10), which an
+# agreement over all positions counted as a fault.
+NEAR_TIE = 0.05
 QUANT_MAX_KL = 2e-3
 QUANT_MAX_DIFF = 0.5
 # Greedy generation on quantized files: near-ties of random models make the
@@ -190,18 +197,25 @@ def compare_logits(np, want, got, kind, fail, label):
     scale = want.std()
     err = np.abs(want - got).max() / scale
     agree = float((want.argmax(-1) == got.argmax(-1)).mean())
+    top2 = np.sort(want, axis=-1)[:, -2:]
+    decided = (top2[:, 1] - top2[:, 0]) > NEAR_TIE * scale
+    agree_decided = float(
+        (want.argmax(-1) == got.argmax(-1))[decided].mean()) if decided.any() \
+        else 1.0
     lp, lq = log_softmax(np, want), log_softmax(np, got)
     kl = float((np.exp(lp) * (lp - lq)).sum(-1).mean())
     print(f"  {label}: max |diff| {err:.2e} of the logits' std {scale:.2f}, "
-          f"argmax agreement {agree:.3f}, mean KL {kl:.2e}")
+          f"argmax agreement {agree:.3f} ({agree_decided:.3f} of the "
+          f"{int(decided.sum())} positions without a near tie), mean KL "
+          f"{kl:.2e}")
     if kind in FLOAT_TOL:
         fail.check(err <= FLOAT_TOL[kind],
                    f"{label}: max |diff| {err:.2e} > {FLOAT_TOL[kind]:.0e}")
         fail.check(agree == 1.0, f"{label}: argmax differs")
     else:
-        fail.check(agree >= QUANT_MIN_ARGMAX,
-                   f"{label}: argmax agreement {agree:.3f} < "
-                   f"{QUANT_MIN_ARGMAX}")
+        fail.check(agree_decided >= QUANT_MIN_ARGMAX,
+                   f"{label}: argmax agreement {agree_decided:.3f} < "
+                   f"{QUANT_MIN_ARGMAX} away from near ties")
         fail.check(kl <= QUANT_MAX_KL,
                    f"{label}: mean KL {kl:.2e} > {QUANT_MAX_KL}")
         fail.check(err <= QUANT_MAX_DIFF,
