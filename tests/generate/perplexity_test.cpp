@@ -30,16 +30,27 @@ std::string text_of_words(int n) {
   return s;
 }
 
-TEST(Perplexity, MatchesAFloat64ReferenceOfLlamaPerplexitysRecipe) {
+// A random-weight model of 300 tokens with a context of 32.
+struct SmallModel {
+  static std::string write(const testing::TempDir& d) {
+    test::ModelSpec spec;
+    spec.n_vocab = 300;
+    spec.extra = llama::synthetic_spm_vocab(300);
+    test::write_model(spec, d.file("m.gguf"));
+    return d.file("m.gguf");
+  }
   testing::TempDir dir;
-  test::ModelSpec spec;
-  spec.n_vocab = 300;
-  spec.extra = llama::synthetic_spm_vocab(300);
-  const std::string path = dir.file("m.gguf");
-  test::write_model(spec, path);
+  std::string path = write(dir);
   cpu::Backend cpu;
-  auto model = llama::load(path, cpu, {.n_ctx = 32});
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(path);
+  std::shared_ptr<llama::Model> model = llama::load(path, cpu, {.n_ctx = 32});
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(path);
+};
+
+TEST(Perplexity, MatchesAFloat64ReferenceOfLlamaPerplexitysRecipe) {
+  const SmallModel m;
+  llama::Model& model = *m.model;
+  const tokenizer::Tokenizer& tok = m.tok;
+  const std::string& path = m.path;
   const std::string text = text_of_words(60);
   const std::vector<int32_t> ids = tok.encode(text, true, false);
   const int64_t n_ctx = 20;
@@ -76,7 +87,7 @@ TEST(Perplexity, MatchesAFloat64ReferenceOfLlamaPerplexitysRecipe) {
 
   std::vector<int64_t> heard;
   const PerplexityResult r =
-      perplexity(*model, tok, text, {.n_ctx = n_ctx},
+      perplexity(model, tok, text, {.n_ctx = n_ctx},
                  [&](int64_t chunk, double) { heard.push_back(chunk); });
   EXPECT_EQ(r.chunks, chunks);
   EXPECT_EQ(r.scored, count);
@@ -89,29 +100,23 @@ TEST(Perplexity, MatchesAFloat64ReferenceOfLlamaPerplexitysRecipe) {
   EXPECT_NEAR(r.uncertainty, err, 1e-3 * err);
   EXPECT_EQ(heard.size(), size_t(chunks));
   EXPECT_EQ(heard.back(), chunks);
-  EXPECT_EQ(model->n_past(), 0);  // The cache is left empty.
+  EXPECT_EQ(model.n_past(), 0);  // The cache is left empty.
 
   const PerplexityResult two =
-      perplexity(*model, tok, text, {.n_ctx = n_ctx, .n_chunks = 2});
+      perplexity(model, tok, text, {.n_ctx = n_ctx, .n_chunks = 2});
   EXPECT_EQ(two.chunks, 2);
   EXPECT_NEAR(two.ppl, running[1], 1e-4 * running[1]);
 }
 
 TEST(Perplexity, RefusesTextsShorterThanTwoContexts) {
-  testing::TempDir dir;
-  test::ModelSpec spec;
-  spec.n_vocab = 300;
-  spec.extra = llama::synthetic_spm_vocab(300);
-  const std::string path = dir.file("m.gguf");
-  test::write_model(spec, path);
-  cpu::Backend cpu;
-  auto model = llama::load(path, cpu, {.n_ctx = 32});
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf_file(path);
+  const SmallModel m;
+  llama::Model& model = *m.model;
+  const tokenizer::Tokenizer& tok = m.tok;
   expect_error<ValueError>(
-      [&] { perplexity(*model, tok, "the cat", {.n_ctx = 16}); },
+      [&] { perplexity(model, tok, "the cat", {.n_ctx = 16}); },
       {"perplexity", "a context of 16 needs at least 32"});
   expect_error<ValueError>(
-      [&] { perplexity(*model, tok, text_of_words(100), {.n_ctx = 64}); },
+      [&] { perplexity(model, tok, text_of_words(100), {.n_ctx = 64}); },
       {"perplexity", "64", "4 to 32"});
 }
 

@@ -35,6 +35,15 @@ LmOptions tiny() {
   return o;
 }
 
+// SGD without momentum, decay, warm-up or schedule: a step is -lr * grad.
+void plain_sgd(LmOptions& o) {
+  o.train.optimizer = "sgd";
+  o.train.momentum = 0;
+  o.train.weight_decay = 0;
+  o.train.schedule = "constant";
+  o.train.warmup_steps = 0;
+}
+
 // A stream with structure to learn: a repeated phrase with noise.
 std::vector<int32_t> stream(int64_t n, uint32_t seed) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -103,11 +112,7 @@ TEST(LmTrainer, AccumulatedStepAveragesTheMicroBatchGradients) {
   LmOptions o = tiny();
   o.grad_accum = 3;
   o.clip = 0;
-  o.train.optimizer = "sgd";
-  o.train.momentum = 0;
-  o.train.weight_decay = 0;
-  o.train.schedule = "constant";
-  o.train.warmup_steps = 0;
+  plain_sgd(o);
   o.train.lr = 0.5;
   LmTrainer t(o, cpu, synthetic_spm_vocab(o.n_vocab));
   std::vector<Tensor> params;
@@ -146,11 +151,7 @@ TEST(LmTrainer, ClippingBoundsTheStepAndReportsTheNorm) {
   const std::vector<int32_t> data = stream(300, 3);
   LmOptions o = tiny();
   o.clip = 1e-3;
-  o.train.optimizer = "sgd";
-  o.train.momentum = 0;
-  o.train.weight_decay = 0;
-  o.train.schedule = "constant";
-  o.train.warmup_steps = 0;
+  plain_sgd(o);
   o.train.lr = 1.0;
   LmTrainer t(o, cpu, synthetic_spm_vocab(o.n_vocab));
   const std::vector<std::vector<float>> before = weights(t);
