@@ -125,6 +125,7 @@ def main():
     # Single records, then the rest in chunks of 20 (longer texts).
     texts = held[:60] + [b"".join(held[i:i + 20])
                          for i in range(60, len(held), 20)]
+    n_held = len(texts)
     texts += [t.encode() for t in EXTRA] + random_texts(1, 40)
 
     failures = 0
@@ -160,7 +161,7 @@ def main():
                 want = llm.tokenize(text, add_bos=bos, special=False)
                 got = nascent_ids(binary, model, text, bos, tmp)
                 n += 1
-                if i < len(held):
+                if i < n_held:
                     tokens += len(want) - bos
                     size += len(text)
                 piece = llm.detokenize(want[1:] if bos else want)
