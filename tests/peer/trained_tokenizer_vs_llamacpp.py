@@ -145,8 +145,8 @@ def main():
                             "-o", vocab] + extra_args, check=True)
             run([binary, "make-model", model, "--vocab", vocab, "--dim", "64",
                  "--layers", "1", "--heads", "2", "--kv-heads", "2", "--ffn",
-                 "128", "--ctx", "64"])
-            llm = llama_cpp.Llama(model_path=model, n_ctx=64, verbose=False)
+                 "128", "--ctx", "256"])
+            llm = llama_cpp.Llama(model_path=model, n_ctx=256, verbose=False)
             if llm.n_vocab() != int(vocab_size):
                 print(f"FAILED: {name}: llama.cpp sees {llm.n_vocab()} tokens")
                 return 1
