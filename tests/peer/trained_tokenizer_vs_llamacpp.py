@@ -125,6 +125,7 @@ def main():
     # Single records, then the rest in chunks of 20 (longer texts).
     texts = held[:60] + [b"".join(held[i:i + 20])
                          for i in range(60, len(held), 20)]
+    n_held = len(texts)
     texts += [t.encode() for t in EXTRA] + random_texts(1, 40)
 
     failures = 0
@@ -144,8 +145,8 @@ def main():
                             "-o", vocab] + extra_args, check=True)
             run([binary, "make-model", model, "--vocab", vocab, "--dim", "64",
                  "--layers", "1", "--heads", "2", "--kv-heads", "2", "--ffn",
-                 "128", "--ctx", "64"])
-            llm = llama_cpp.Llama(model_path=model, n_ctx=64, verbose=False)
+                 "128", "--ctx", "256"])
+            llm = llama_cpp.Llama(model_path=model, n_ctx=256, verbose=False)
             if llm.n_vocab() != int(vocab_size):
                 print(f"FAILED: {name}: llama.cpp sees {llm.n_vocab()} tokens")
                 return 1
@@ -160,7 +161,7 @@ def main():
                 want = llm.tokenize(text, add_bos=bos, special=False)
                 got = nascent_ids(binary, model, text, bos, tmp)
                 n += 1
-                if i < len(held):
+                if i < n_held:
                     tokens += len(want) - bos
                     size += len(text)
                 piece = llm.detokenize(want[1:] if bos else want)
