@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
 # missing, builds the release preset with warnings as errors and runs ctest
-# and builds and runs examples/
+# (the Python module's pytest suite included), builds and runs examples/
 # against an install of that build,
 # runs every fuzz target for a minute under ASan + UBSan (scripts/fuzz.sh),
 # checks that core is device-free, that the layers above the backends reach
@@ -34,7 +34,7 @@ native_build() {
 
 format_check() {
   local dirs=() d
-  for d in nascent apps tests bench examples fuzz; do
+  for d in nascent apps tests bench examples fuzz python; do
     [[ -d "$d" ]] && dirs+=("$d")
   done
   find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' \
