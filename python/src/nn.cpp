@@ -280,10 +280,13 @@ parameters and children in __init__:
   py::class_<nn::Sequential, nn::Module, std::shared_ptr<nn::Sequential>>(
       nn, "Sequential")
       .def(py::init([](py::args modules) {
-        auto s = std::make_shared<nn::Sequential>();
-        for (py::handle m : modules) s->add(m.cast<ModulePtr>());
-        return s;
-      }))
+             auto s = std::make_shared<nn::Sequential>();
+             for (py::handle m : modules) s->add(m.cast<ModulePtr>());
+             return s;
+           }),
+           // The modules' Python objects (a Python subclass's forward lives
+           // there) stay alive with the Sequential.
+           py::keep_alive<1, 2>())
       .def(
           "append",
           [](nn::Sequential& s, ModulePtr m) {
@@ -419,6 +422,7 @@ void bind_nn(py::module_& m) {
         nlohmann::json j;
         {
           py::gil_scoped_release release;
+          autodiff::NoGradGuard no_grad;  // writes into the parameters
           j = train::load_checkpoint(path, model, opt);
         }
         return json_to_py(j);

@@ -1,5 +1,5 @@
 // NumPy and DLPack without copies where the memory allows:
-//   np.asarray(t), t.numpy()   the buffer protocol over a CPU tensor's
+//   np.asarray(t), t.numpy()   the array interface over a CPU tensor's
 //                              storage (any strides; the array keeps the
 //                              tensor alive)
 //   nascent.from_numpy(a)      a tensor over the array's memory (which it
@@ -68,28 +68,40 @@ const char* buffer_format(DType d) {
 }
 
 DType from_format(const std::string& f, size_t itemsize) {
-  char c = f.empty() ? '?' : f.back();  // "<f", "=f", "f"
+  // One type character after an optional byte-order mark ("<f", "=f", "f");
+  // anything longer ("Zf", complex) has no nascent dtype.
+  const std::string t = f.find_first_of("@=<>") == 0 ? f.substr(1) : f;
+  const char c = t.size() == 1 ? t[0] : '\0';
+  DType d = DType::f32;
+  bool known = true;
   switch (c) {
     case 'f':
-      return DType::f32;
+      d = DType::f32;
+      break;
     case 'd':
-      return DType::f64;
+      d = DType::f64;
+      break;
     case 'e':
-      return DType::f16;
+      d = DType::f16;
+      break;
     case 'i':
-      if (itemsize == 4) return DType::i32;
+      d = DType::i32;
       break;
     case 'l':
     case 'q':
-      if (itemsize == 8) return DType::i64;
+      d = DType::i64;
       break;
     case 'B':
-      return DType::u8;
+      d = DType::u8;
+      break;
     case '?':
-      return DType::boolean;
+      d = DType::boolean;
+      break;
     default:
+      known = false;
       break;
   }
+  if (known && size_of(d) == itemsize) return d;
   throw DTypeError("from_numpy: arrays of format '" + f + "' (" +
                    std::to_string(itemsize) +
                    " bytes) have no nascent dtype; "
@@ -256,14 +268,31 @@ Tensor from_dlpack(py::object x) {
 }  // namespace
 
 void bind_numpy(py::module_& m, py::class_<Tensor>& cls) {
-  cls.def_buffer([](const Tensor& t) {
+  // NumPy's array interface rather than the buffer protocol: pybind11 2.10
+  // cannot raise from a buffer request (bf16, a GPU tensor), and NumPy
+  // keeps the tensor as the array's base, so the storage stays alive.
+  cls.def_property_readonly("__array_interface__", [](const Tensor& t) {
     std::byte* data = cpu_bytes(t, "numpy");
-    std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-    std::vector<py::ssize_t> strides;
-    for (int64_t s : t.strides())
-      strides.push_back(py::ssize_t(s * int64_t(t.itemsize())));
-    return py::buffer_info(data, py::ssize_t(t.itemsize()),
-                           buffer_format(t.dtype()), t.ndim(), shape, strides);
+    const char f = buffer_format(t.dtype())[0];
+    const char kind = f == '?'                 ? 'b'
+                      : f == 'B'               ? 'u'
+                      : (f == 'i' || f == 'q') ? 'i'
+                                               : 'f';
+    const std::string typestr = std::string(t.itemsize() == 1 ? "|" : "<") +
+                                kind + std::to_string(t.itemsize());
+    py::tuple strides(size_t(t.ndim()));
+    py::tuple shape(size_t(t.ndim()));
+    for (size_t i = 0; i < size_t(t.ndim()); ++i) {
+      shape[i] = t.shape()[i];
+      strides[i] = t.strides()[i] * int64_t(t.itemsize());
+    }
+    py::dict d;
+    d["shape"] = shape;
+    d["typestr"] = typestr;
+    d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(data), false);
+    d["strides"] = strides;
+    d["version"] = 3;
+    return d;
   });
   cls.def(
          "numpy",

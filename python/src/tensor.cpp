@@ -94,7 +94,7 @@ class GradMode {
 }  // namespace
 
 void bind_tensor(py::module_& m) {
-  py::class_<Tensor> cls(m, "Tensor", py::buffer_protocol(), R"(
+  py::class_<Tensor> cls(m, "Tensor", R"(
 An n-dimensional array on a device. Copies of the Python object share the
 data; views (reshape, transpose, slicing, ...) copy nothing.)");
   cls.def_property_readonly(
