@@ -58,7 +58,7 @@ endif()
 if(NASCENT_HAVE_CUDA)
   file(GLOB NASCENT_CUDA_SOURCES CONFIGURE_DEPENDS
        nascent/backends/cuda/*.cpp nascent/backends/cuda/*.cu)
-  add_library(nascent_cuda STATIC ${NASCENT_CUDA_SOURCES})
+  add_library(nascent_cuda ${NASCENT_CUDA_SOURCES})
   # cuBLASLt (and cuDNN below) are not linked but opened with dlopen when a
   # CUDA backend is first made (libraries.h): linked, libcublasLt costs
   # every process ~140 MiB at startup, GPU or not. Only their headers are

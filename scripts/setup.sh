@@ -21,6 +21,11 @@ packages=(
   fortunes fortunes-min
   # Tests: libgtest-dev for native builds, googletest's sources for wasm.
   libgtest-dev googletest
+  # The Python module (python/, built with the release preset when these
+  # are present): pybind11's headers and CMake package, Python's headers,
+  # and NumPy and pytest for its tests (for Debian's /usr/bin/python3,
+  # which also has python3-torch below).
+  pybind11-dev python3-dev python3-numpy python3-pytest
   # The chat-template tests' peer: Jinja2, the engine Hugging Face renders
   # chat templates with (tests/peer/chat_templates_vs_jinja2.py).
   python3-jinja2

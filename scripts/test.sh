@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
-# missing, builds the release preset with warnings as errors and runs ctest,
+# missing, builds the release preset with warnings as errors and runs ctest
+# (the Python module's pytest suite included), builds and runs examples/
+# against an install of that build,
 # runs every fuzz target for a minute under ASan + UBSan (scripts/fuzz.sh),
 # checks that core is device-free, that the layers above the backends reach
 # them only through core, and that sources are clang-formatted, then
@@ -32,7 +34,7 @@ native_build() {
 
 format_check() {
   local dirs=() d
-  for d in nascent apps tests bench examples fuzz; do
+  for d in nascent apps tests bench examples fuzz python; do
     [[ -d "$d" ]] && dirs+=("$d")
   done
   find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' \
@@ -61,6 +63,9 @@ step build native_build
 step bench-configure cmake --preset bench
 if [[ " ${failed[*]} " != *" build "* ]]; then
   step ctest ctest --preset release -j "$NASCENT_JOBS"
+  # examples/ built out of tree against an install of the release build
+  # (find_package and pkg-config), and run.
+  step examples bash scripts/examples_test.sh build/release
 fi
 # Every fuzz target for 60 s under ASan + UBSan (fuzz/README.md).
 step fuzz bash scripts/fuzz.sh 60

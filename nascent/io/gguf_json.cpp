@@ -101,7 +101,10 @@ ValueType parse_type(const std::string& s, const std::string& where) {
 
 json to_json(const Metadata& metadata) {
   json out = json::array();
-  for (const auto& [key, value] : metadata.entries()) {
+  for (const auto& entry : metadata.entries()) {
+    // Named copies: clang 14 lambdas cannot capture structured bindings.
+    const std::string& key = entry.first;
+    const Value& value = entry.second;
     json typed;
     if (value.is_array()) {
       const ValueType et = value.element_type();
