@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
 # missing, builds the release preset with warnings as errors and runs ctest
-# (the Python module's pytest suite included), builds and runs examples/
-# against an install of that build,
+# (and the Python module's pytest suite where the module is built:
+# -DNASCENT_PYTHON=ON), builds and runs examples/ against an install of
+# that build,
 # runs every fuzz target for a minute under ASan + UBSan (scripts/fuzz.sh),
 # checks that core is device-free, that the layers above the backends reach
 # them only through core, and that sources are clang-formatted, then
