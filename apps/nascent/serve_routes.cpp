@@ -245,7 +245,7 @@ void add_routes(httplib::Server& svr, ServerState& st) {
   // httplib's own refusals (no route, body too large, bad request line)
   // come with an empty body: give them OpenAI's shape.
   svr.set_error_handler(
-      [&st](const httplib::Request& req, httplib::Response& res) {
+      [](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
         const std::string msg =
             res.status == 404
