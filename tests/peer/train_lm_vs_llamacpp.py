@@ -22,18 +22,17 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The greedy loop and the teacher-forced check of quantized files (Q8_0:
+# both engines round activations to 8 bits, each its own way, so a near
+# tie may go the other way) are those of the random-model comparison.
+from llama_vs_llamacpp import (  # noqa: E402
+    Failures, check_forced_greedy, llama_greedy)
+
 SKIP = 77
 THREADS = "2"
 N_CTX = 64
 PPL_TOL = 0.01
-# Q8_0 files: both engines round activations to 8 bits for the dot
-# products, each its own way, so a near tie (a token repeated 9 or 10
-# times, measured) may go the other way. Where the greedy sequences part,
-# nascent's is checked on llama.cpp's logits along it (teacher forcing):
-# each choice must be llama.cpp's argmax in most steps and within this
-# fraction of the logits' std of its best logit in every step.
-QUANT_GREEDY_MIN_AGREE = 0.75
-QUANT_GREEDY_MAX_GAP = 0.3
 PROMPTS = ["The cat", "A small house", "My friend likes"]
 N_GEN = 24
 
@@ -78,31 +77,6 @@ def nascent_greedy(binary, model, prompt):
     return [int(x) for x in line.strip("[]").split(",") if x.strip()]
 
 
-def llama_greedy(llm, np, prompt):
-    tokens = llm.tokenize(prompt.encode(), add_bos=True, special=False)
-    llm.reset()
-    llm.eval(tokens)
-    out = []
-    for _ in range(N_GEN):
-        tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-        out.append(tok)
-        llm.eval([tok])
-    return tokens, out
-
-
-def teacher_forced(llm, np, prompt_ids, got):
-    """Agreement and the largest gap (in std of the logits) of `got` on
-    llama.cpp's logits along it."""
-    llm.reset()
-    llm.eval(list(prompt_ids) + got[:-1])
-    logits = np.array(llm.scores[len(prompt_ids) - 1:llm.n_tokens],
-                      dtype=np.float64)
-    best = logits.max(-1)
-    chosen = logits[np.arange(len(got)), got]
-    agree = float((logits.argmax(-1) == np.array(got)).mean())
-    return agree, float(((best - chosen) / logits.std(-1)).max())
-
-
 def llama_perplexity(llm, np, text):
     """llama-perplexity's recipe (tools/perplexity/perplexity.cpp)."""
     tokens = llm.tokenize(text.encode(), add_bos=True, special=False)
@@ -136,14 +110,8 @@ def main():
         skip(f"llama-cpp-python is not installed for {sys.executable} "
              "(bash scripts/setup_peer.sh installs it into build/venv)")
     print(f"peer: llama-cpp-python {llama_cpp.__version__}")
-    failures = 0
-
-    def check(ok, what):
-        nonlocal failures
-        if not ok:
-            failures += 1
-            print(f"  FAILED: {what}")
-        return ok
+    fail = Failures()
+    check = fail.check
 
     with tempfile.TemporaryDirectory() as tmp:
         text = os.path.join(tmp, "corpus.txt")
@@ -179,26 +147,18 @@ def main():
                 # 2. Greedy generation.
                 same = 0
                 for prompt in PROMPTS:
-                    prompt_ids, want = llama_greedy(llm, np, prompt)
+                    prompt_ids = llm.tokenize(prompt.encode(), add_bos=True,
+                                              special=False)
+                    want = llama_greedy(llm, np, prompt_ids, N_GEN)
                     got = nascent_greedy(binary, model, prompt)
                     if got == want:
                         same += 1
-                        continue
-                    if ftype == "f16":
+                    elif ftype == "f16":
                         check(False, f"{label}: greedy from {prompt!r}: "
                               f"nascent {got}, llama.cpp {want}")
-                        continue
-                    agree, gap = teacher_forced(llm, np, prompt_ids, got)
-                    print(f"  {label}: greedy from {prompt!r} parts at step "
-                          f"{next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)}"
-                          f"; on llama.cpp's logits along nascent's tokens: "
-                          f"argmax in {agree:.2f} of steps, largest gap "
-                          f"{gap:.3f} std")
-                    check(agree >= QUANT_GREEDY_MIN_AGREE and
-                          gap <= QUANT_GREEDY_MAX_GAP,
-                          f"{label}: greedy from {prompt!r} strays from "
-                          f"llama.cpp's logits (agree {agree:.2f}, gap "
-                          f"{gap:.3f})")
+                    else:
+                        check_forced_greedy(llm, np, prompt_ids, got, fail,
+                                            f"{label} from {prompt!r}")
                 # 3. Perplexity.
                 out = run([binary, "perplexity", "-m", model, "-f", heldout,
                            "-c", str(N_CTX), "-t", THREADS])
@@ -212,8 +172,8 @@ def main():
                 check(rel <= PPL_TOL, f"{label}: perplexity differs by "
                       f"{rel:.1e} > {PPL_TOL}")
                 del llm
-    print(f"{failures} failure(s)")
-    return 1 if failures else 0
+    print(f"{fail.n} failure(s)")
+    return 1 if fail.n else 0
 
 
 sys.exit(main())
