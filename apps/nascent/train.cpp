@@ -3,14 +3,13 @@
 // and the test accuracy of each epoch, and checkpoints after every epoch
 // (--resume continues one, bit for bit). With no arguments it is the CLI's
 // default command.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
+#include "apps/nascent/progress.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/backends/device.h"
 #include "nascent/data/dataset.h"
@@ -34,39 +33,6 @@ struct Args {
   std::string output;
   std::string resume;
   int64_t save_every = 0;
-};
-
-// One line redrawn in place on a terminal; on a log, a line per tenth.
-class Progress {
- public:
-  Progress(int64_t epoch, int64_t epochs, int64_t total)
-      : epoch_(epoch),
-        epochs_(epochs),
-        total_(total),
-        tty_(isatty(fileno(stderr)) != 0) {}
-
-  void update(int64_t done, double loss, double images_per_s) {
-    const int64_t tenth = done * 10 / total_;
-    if (!tty_ && tenth == last_tenth_ && done != total_) return;
-    last_tenth_ = tenth;
-    constexpr int kWidth = 30;
-    const int filled = int(done * kWidth / total_);
-    std::string bar(size_t(filled), '=');
-    if (filled < kWidth) bar += '>';
-    bar.resize(kWidth, ' ');
-    fmt::print(stderr, "{}epoch {}/{} [{}] {}/{} loss {:.4f} {:.0f} img/s{}",
-               tty_ ? "\r" : "", epoch_ + 1, epochs_, bar, done, total_, loss,
-               images_per_s, tty_ ? "\033[K" : "\n");
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (tty_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  int64_t epoch_, epochs_, total_;
-  bool tty_;
-  int64_t last_tenth_ = -1;
 };
 
 int train(Args args) {
@@ -113,7 +79,7 @@ int train(Args args) {
   double train_seconds = 0.0;
   while (trainer.epoch < o.epochs) {
     const int64_t total = loader.num_batches();
-    Progress progress(trainer.epoch, o.epochs, total);
+    cli::ProgressLine progress(total, 30);
     const auto epoch_start = Clock::now();
     // The losses add up where they are computed; reading the sum back
     // waits for the device, which is free on the CPU but would stall a
@@ -134,8 +100,12 @@ int train(Args args) {
         continue;
       }
       loss_sum = loss_total.item<double>();
-      progress.update(trainer.next_batch, loss_sum / double(loss_count),
-                      double(images) / seconds_since(epoch_start));
+      progress.update(
+          trainer.next_batch,
+          fmt::format("epoch {}/{} ", trainer.epoch + 1, o.epochs),
+          fmt::format(" {}/{} loss {:.4f} {:.0f} img/s", trainer.next_batch,
+                      total, loss_sum / double(loss_count),
+                      double(images) / seconds_since(epoch_start)));
       if (args.save_every > 0 && trainer.steps() % args.save_every == 0 &&
           trainer.next_batch < total) {
         trainer.save(args.output);  // Mid-epoch: --resume picks up here.
@@ -143,7 +113,7 @@ int train(Args args) {
     }
     const double epoch_seconds = seconds_since(epoch_start);
     train_seconds += epoch_seconds;
-    progress.finish();
+    progress.clear();
     ++trainer.epoch;
     trainer.next_batch = 0;
     trainer.save(args.output);

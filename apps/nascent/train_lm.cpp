@@ -4,8 +4,6 @@
 // held-out loss and perplexity every --eval-every steps. Writes a resumable
 // checkpoint, a loss curve (.loss.svg), the held-out text (.heldout.txt, for
 // `nascent perplexity`) and, at the end, samples of generated text.
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
+#include "apps/nascent/progress.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/backends/device.h"
 #include "nascent/core/ops.h"
@@ -85,36 +84,6 @@ void write_text(const std::string& path, const std::string& text) {
   w.write(std::as_bytes(std::span(text.data(), text.size())));
   w.commit();
 }
-
-// One line redrawn in place on a terminal; on a log, a line per tenth.
-class Progress {
- public:
-  Progress(int64_t total) : total_(total), tty_(isatty(fileno(stderr)) != 0) {}
-  void update(int64_t done, double loss, double tokens_per_s, double lr,
-              double eta) {
-    const int64_t tenth = done * 10 / total_;
-    if (!tty_ && tenth == last_tenth_ && done != total_) return;
-    last_tenth_ = tenth;
-    constexpr int kWidth = 24;
-    const int filled = int(done * kWidth / total_);
-    std::string bar(size_t(filled), '=');
-    if (filled < kWidth) bar += '>';
-    bar.resize(kWidth, ' ');
-    fmt::print(stderr,
-               "{}step {}/{} [{}] loss {:.4f} {:.0f} tok/s lr {:.2e} ETA {}{}",
-               tty_ ? "\r" : "", done, total_, bar, loss, tokens_per_s, lr,
-               clock_text(eta), tty_ ? "\033[K" : "\n");
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (tty_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  int64_t total_;
-  bool tty_;
-  int64_t last_tenth_ = -1;
-};
 
 // Writes the model as a temporary f32 GGUF and samples from it as a user of
 // the exported file would (nascent generate).
@@ -268,7 +237,7 @@ int train_lm(Args args) {
     return std::make_pair(loss, seconds_since(t));
   };
 
-  Progress progress(o.steps);
+  cli::ProgressLine progress(o.steps, 24);
   const int64_t sync_every = args.device == "cpu" ? 1 : 10;
   const auto train_start = Clock::now();
   const int64_t first_step = trainer.steps();
@@ -296,8 +265,11 @@ int train_lm(Args args) {
       pending = Tensor();
       const double elapsed = seconds_since(train_start);
       const double done = double(step - first_step);
-      progress.update(step, last_loss, done * double(tokens_per_step) / elapsed,
-                      lr, elapsed / done * double(o.steps - step));
+      progress.update(
+          step, fmt::format("step {}/{} ", step, o.steps),
+          fmt::format(" loss {:.4f} {:.0f} tok/s lr {:.2e} ETA {}", last_loss,
+                      done * double(tokens_per_step) / elapsed, lr,
+                      clock_text(elapsed / done * double(o.steps - step))));
     }
     if (eval_now || step == o.steps) {
       auto [loss, secs] = evaluate();
