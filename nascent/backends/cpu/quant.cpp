@@ -6,6 +6,7 @@
 // once, whatever the number of x rows (quant/tiles-inl.h's tiles), which is
 // what generation (one x row, W far larger than the caches) needs.
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "nascent/backends/cpu/backend.h"
@@ -33,6 +34,17 @@ int64_t row_grain(int64_t row_bytes) {
       std::max<int64_t>(1, kTaskBytes / std::max<int64_t>(row_bytes, 1));
   return (rows + kTileRows - 1) / kTileRows * kTileRows;
 }
+
+bool cpu_has_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512vnni");
+  return has;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> vnni_allowed{true};
 
 bool is_float_type(QuantType type) {
   return type == QuantType::f32 || type == QuantType::f16 ||
@@ -216,6 +228,12 @@ int64_t activation_block(QuantType type) {
       return 256;
   }
 }
+
+bool vnni_enabled() {
+  return cpu_has_vnni() && vnni_allowed.load(std::memory_order_relaxed);
+}
+
+void set_vnni_for_test(bool enabled) { vnni_allowed.store(enabled); }
 
 void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                int64_t j1, const QuantizedRows& x, float* y, int64_t ldy) {

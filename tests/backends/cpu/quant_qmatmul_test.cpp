@@ -18,6 +18,7 @@
 #include <hwy/targets.h>
 
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
 #include "nascent/quant/codec.h"
@@ -129,6 +130,68 @@ TEST_F(QuantQmatmul, PortableKernelsEveryType) {
     run(type, 9, 19, 2 * odd_k(type), 42);
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+// Every SIMD target this CPU runs and the build compiled (SSE4, AVX2,
+// AVX-512, ...), and on an AVX-512 VNNI machine its AVX-512 kernels with
+// VNNI and without, so that each path is checked on the machine that has
+// it and not only the one the dispatch picks: mat-vec, and shapes whose x
+// rows and weight rows leave partial tiles and panels.
+TEST_F(QuantQmatmul, EveryTargetEveryType) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (bool vnni : {true, false}) {
+      if (vnni && !cpu::vnni_enabled()) continue;
+      cpu::set_vnni_for_test(vnni);
+      SCOPED_TRACE(fmt::format("{}{}", hwy::TargetName(target),
+                               vnni ? "" : " without VNNI"));
+      for (QuantType type : kAllTypes) {
+        run(type, 1, 19, odd_k(type), 61);
+        run(type, 19, 40, 2 * odd_k(type), 62);
+      }
+    }
+  }
+  cpu::set_vnni_for_test(true);
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The VNNI kernels (q4_0, q8_0, q4_K, q6_K) sum the same integer products
+// as the kernels without VNNI, in another order and with q4_0's and q8_0's
+// offsets taken off in integers rather than in f32: the results agree to
+// f32 rounding, far inside expect_qmatmul's bound (whose x quantization
+// term both share), here on random weights and on levels at their ends.
+TEST_F(QuantQmatmul, VnniAgreesWithTheKernelsWithoutIt) {
+  if (!cpu::vnni_enabled()) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  }
+  for (QuantType type : {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k,
+                         QuantType::q6_k}) {
+    const int64_t m = 21, n = 37, k = 4 * 256;
+    for (float spread : {1.0f, 0.0f}) {
+      std::vector<float> x = random_values(m * k, 71, 1.0f);
+      std::vector<float> wv = random_values(n * k, 72, 0.05f);
+      if (spread == 0.0f) {
+        // Every |x| and |w| equal: levels at +-127 and the weights' ends.
+        for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] < 0 ? -1.0f : 1.0f;
+        for (size_t i = 0; i < wv.size(); ++i) {
+          wv[i] = wv[i] < 0 ? -0.05f : 0.05f;
+        }
+      }
+      const Tensor xt = from_vector(x, {m, k}, cpu_);
+      const Tensor wt = from_vector(quantize_rows(type, wv, n, k),
+                                    {n, int64_t(row_bytes(type, k))}, cpu_);
+      const std::vector<float> with = qmatmul(xt, wt, type).to_vector<float>();
+      cpu::set_vnni_for_test(false);
+      const std::vector<float> without =
+          qmatmul(xt, wt, type).to_vector<float>();
+      cpu::set_vnni_for_test(true);
+      for (size_t i = 0; i < with.size(); ++i) {
+        const float tol = 2e-5f * (std::fabs(without[i]) + 1.0f);
+        ASSERT_NEAR(with[i], without[i], tol)
+            << name(type) << " spread " << spread << " at " << i;
+      }
+    }
+  }
 }
 
 // Levels at their extremes: x's at +-127 (every |x| equal) against weights

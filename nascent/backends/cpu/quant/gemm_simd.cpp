@@ -27,6 +27,7 @@
 #include "nascent/backends/cpu/quant/dot_x86-inl.h"
 #include "nascent/backends/cpu/quant/gemm_q8_x86-inl.h"
 #include "nascent/backends/cpu/quant/gemm_x86-inl.h"
+#include "nascent/backends/cpu/quant/gemm_vnni_x86-inl.h"
 #include "nascent/backends/cpu/quant/tiles-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -291,6 +292,21 @@ HWY_INLINE void TileKernel(const int32_t* pairs, const float* wscale,
 template <QuantType kType>
 void GemmRows(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
               const QuantizedRows& x, float* y, int64_t ldy) {
+#if HWY_TARGET == HWY_SCALAR
+  // One-lane vectors cannot hold a pair of int16 levels in an int32 lane,
+  // which the panels below are made of: the dot kernels serve every row.
+  qdot_rows(kType, w, ws, j0, j1, x, y, ldy);
+  return;
+#endif
+#if NASCENT_QUANT_VNNI
+  if constexpr (kType == QuantType::q4_0 || kType == QuantType::q8_0 ||
+                kType == QuantType::q4_k || kType == QuantType::q6_k) {
+    if (vnni_enabled()) {
+      x86::GemmRowsVnni<kType>(w, ws, j0, j1, x, y, ldy);
+      return;
+    }
+  }
+#endif
 #if NASCENT_QUANT_X86
   if constexpr (kType == QuantType::q4_0 || kType == QuantType::q4_k ||
                 kType == QuantType::q6_k) {

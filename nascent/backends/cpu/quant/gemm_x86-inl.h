@@ -2,14 +2,16 @@
 // whose levels are small unsigned integers: q4_0 (0..15, offset 8), q4_K
 // (0..15, mins) and q6_K (0..63, offset 32). A panel of 16 weight rows is
 // decoded once into their u8 levels, four consecutive k of one row per
-// 32-bit word, eight rows per vector; a broadcast word of x's int8 levels
-// times a panel vector (pmaddubsw) gives 8 rows x 2 pair sums in int16,
-// 32 multiply-adds per instruction (twice pmaddwd's 16). The int16 sums
-// add up over several k steps while they cannot saturate (8 steps of
+// 32-bit word, sixteen rows per 64 bytes; a broadcast word of x's int8
+// levels times a panel vector (pmaddubsw) gives 8 rows x 2 pair sums in
+// int16, 32 multiply-adds per instruction (twice pmaddwd's 16). The int16
+// sums add up over several k steps while they cannot saturate (8 steps of
 // 2 * 15 * 127, or 2 of 2 * 63 * 127), then meet the rows' integer
 // sub-block scales (pmaddwd) into int32, and the rows' f32 block scales
 // once per block. Offsets and mins are "mins" (value = level * scale -
 // min), applied after from x's per-group sums, as in quant/gemm_simd.cpp.
+// The same panels (q8_0's too, its levels moved to 0..255) feed the
+// AVX-512 VNNI kernel of quant/gemm_vnni_x86-inl.h.
 //
 // Highway's per-target header pattern: included once per SIMD target after
 // hwy/highway.h and quant/dot_x86-inl.h (which defines NASCENT_QUANT_X86).
@@ -40,17 +42,25 @@ namespace nascent::cpu {
 namespace HWY_NAMESPACE {
 namespace x86 {
 
-// The geometry of a type in this kernel.
+// The geometry of a type in this kernel. q8_0 only in the VNNI kernel
+// (its levels + 128 would saturate pmaddubsw's pair sums).
 template <QuantType kType>
 struct U8Layout {
   static constexpr bool kQ6 = kType == QuantType::q6_k;
+  static constexpr bool kK = kType == QuantType::q4_k || kQ6;
   static constexpr int64_t kBytes = kType == QuantType::q4_0   ? 18
+                                    : kType == QuantType::q8_0 ? 34
                                     : kType == QuantType::q4_k ? 144
                                                                : 210;
-  static constexpr int64_t kBlock = kType == QuantType::q4_0 ? 32 : 256;
+  static constexpr int64_t kBlock = kK ? 256 : 32;
   static constexpr int64_t kSub = kQ6 ? 16 : 32;    // Values per int scale.
   static constexpr int64_t kGroup = kQ6 ? 16 : 32;  // Values per min.
   static constexpr int kChain = kQ6 ? 2 : 8;        // k steps summed in int16.
+  // What the VNNI kernel subtracts from a block's integer sum, times x's
+  // sum of its 32 levels (q4_0 and q8_0; the k-quants use mins).
+  static constexpr int32_t kOffset = kType == QuantType::q4_0   ? 8
+                                     : kType == QuantType::q8_0 ? 128
+                                                                : 0;
 };
 
 // One weight row's block: levels, integer sub-block scales, f32 scale and
@@ -65,7 +75,14 @@ struct U8Decoded {
 template <QuantType kType>
 HWY_INLINE void DecodeU8(const uint8_t* blk, U8Decoded& out) {
   uint8_t* L = out.levels;
-  if constexpr (kType == QuantType::q4_0) {
+  if constexpr (kType == QuantType::q8_0) {
+    out.scale = Half(blk);
+    out.isc[0] = 1;
+    out.mins[0] = 128.0f * out.scale;
+    const __m256i q = Load(blk + 2);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(L),
+                       _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))));
+  } else if constexpr (kType == QuantType::q4_0) {
     out.scale = Half(blk);
     out.isc[0] = 1;
     out.mins[0] = 8.0f * out.scale;
@@ -120,13 +137,80 @@ HWY_INLINE void DecodeU8(const uint8_t* blk, U8Decoded& out) {
 
 // A panel of 16 rows: levels [k / 4][16 rows][4], integer scales
 // [k / kSub][16 rows][2] (each row's scale twice, for its two int16 pair
-// sums), f32 scales [blocks][16], mins [groups][16].
+// sums) and as int32 [k / kSub][16 rows] (the VNNI kernel's), f32 scales
+// [blocks][16], mins [groups][16].
 struct U8Panel {
   hwy::AlignedFreeUniquePtr<uint8_t[]> levels;
   hwy::AlignedFreeUniquePtr<int16_t[]> isc;
+  hwy::AlignedFreeUniquePtr<int32_t[]> isc32;
   hwy::AlignedFreeUniquePtr<float[]> scales, mins;
   int64_t capacity = 0;
+
+  void reserve(int64_t k) {
+    if (capacity >= k) return;
+    levels = hwy::AllocateAligned<uint8_t>(size_t(16 * k));
+    isc = hwy::AllocateAligned<int16_t>(size_t(2 * k));
+    isc32 = hwy::AllocateAligned<int32_t>(size_t(k));
+    scales = hwy::AllocateAligned<float>(size_t(k));
+    mins = hwy::AllocateAligned<float>(size_t(k));
+    capacity = k;
+  }
 };
+
+// Decodes weight rows [p0, p0 + 16) of k values into the panel (rows from
+// `end` on are zeros).
+template <QuantType kType>
+HWY_INLINE void FillPanelU8(const uint8_t* w, int64_t ws, int64_t p0,
+                            int64_t end, int64_t k, U8Panel& panel) {
+  using L = U8Layout<kType>;
+  const int64_t nblocks = k / L::kBlock;
+  U8Decoded dec;
+  for (int64_t r = 0; r < 16; ++r) {
+    const bool valid = p0 + r < end;
+    const uint8_t* row = w + (p0 + r) * ws;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      if (valid) {
+        DecodeU8<kType>(row + b * L::kBytes, dec);
+      } else {
+        std::memset(&dec, 0, sizeof(dec));
+      }
+      panel.scales[size_t(16 * b + r)] = dec.scale;
+      uint8_t* dst = panel.levels.get() + 4 * r;
+      for (int64_t q = 0; q < L::kBlock / 4; ++q) {
+        std::memcpy(dst + 64 * (b * L::kBlock / 4 + q), dec.levels + 4 * q, 4);
+      }
+      for (int64_t s = 0; s < L::kBlock / L::kSub; ++s) {
+        const int64_t sub = b * L::kBlock / L::kSub + s;
+        int16_t* sc = panel.isc.get() + 32 * sub;
+        sc[2 * r] = sc[2 * r + 1] = dec.isc[s];
+        panel.isc32[size_t(16 * sub + r)] = dec.isc[s];
+      }
+      for (int64_t g = 0; g < L::kBlock / L::kGroup; ++g) {
+        panel.mins[size_t(16 * (b * L::kBlock / L::kGroup + g) + r)] =
+            dec.mins[g];
+      }
+    }
+  }
+}
+
+// c[r][0..15] -= the panel's mins times x row r's group terms (d_x times
+// its sum of levels over each group, [rows][k / kGroup]).
+HWY_INLINE void SubtractMins(const U8Panel& p, const float* xg,
+                             int64_t ngroups, int64_t rows, float* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + 16 * r;
+    const float* xgr = xg + r * ngroups;
+    __m256 c0 = _mm256_load_ps(cr), c1 = _mm256_load_ps(cr + 8);
+    for (int64_t g = 0; g < ngroups; ++g) {
+      const __m256 xs = _mm256_set1_ps(xgr[g]);
+      const float* mg = p.mins.get() + 16 * g;
+      c0 = _mm256_fnmadd_ps(_mm256_loadu_ps(mg), xs, c0);
+      c1 = _mm256_fnmadd_ps(_mm256_loadu_ps(mg + 8), xs, c1);
+    }
+    _mm256_store_ps(cr, c0);
+    _mm256_store_ps(cr + 8, c1);
+  }
+}
 
 // c[r][0..15] = x rows r < kRows times the panel, before mins. x rows at
 // x + r * k (int8), their block scales at xd + r * (k / kBlock).
@@ -203,42 +287,11 @@ void GemmRowsU8(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   constexpr int kMR = 4;
   const int64_t k = x.k, nblocks = k / L::kBlock, ngroups = k / L::kGroup;
   thread_local U8Panel panel;
-  if (panel.capacity < k) {
-    panel.levels = hwy::AllocateAligned<uint8_t>(size_t(16 * k));
-    panel.isc = hwy::AllocateAligned<int16_t>(size_t(2 * k));
-    panel.scales = hwy::AllocateAligned<float>(size_t(k));
-    panel.mins = hwy::AllocateAligned<float>(size_t(k));
-    panel.capacity = k;
-  }
+  panel.reserve(k);
   const std::vector<float> xg = activation_group_terms(x, L::kGroup);
   alignas(32) float c[kMR * 16];
-  U8Decoded dec;
   for (int64_t p0 = j0; p0 < j1; p0 += 16) {
-    for (int64_t r = 0; r < 16; ++r) {
-      const bool valid = p0 + r < j1;
-      const uint8_t* row = w + (p0 + r) * ws;
-      for (int64_t b = 0; b < nblocks; ++b) {
-        if (valid) {
-          DecodeU8<kType>(row + b * L::kBytes, dec);
-        } else {
-          std::memset(&dec, 0, sizeof(dec));
-        }
-        panel.scales[size_t(16 * b + r)] = dec.scale;
-        uint8_t* dst = panel.levels.get() + 4 * r;
-        for (int64_t q = 0; q < L::kBlock / 4; ++q) {
-          std::memcpy(dst + 64 * (b * L::kBlock / 4 + q), dec.levels + 4 * q,
-                      4);
-        }
-        for (int64_t s = 0; s < L::kBlock / L::kSub; ++s) {
-          int16_t* sc = panel.isc.get() + 32 * (b * L::kBlock / L::kSub + s);
-          sc[2 * r] = sc[2 * r + 1] = dec.isc[s];
-        }
-        for (int64_t g = 0; g < L::kBlock / L::kGroup; ++g) {
-          panel.mins[size_t(16 * (b * L::kBlock / L::kGroup + g) + r)] =
-              dec.mins[g];
-        }
-      }
-    }
+    FillPanelU8<kType>(w, ws, p0, j1, k, panel);
     const int64_t ncols = std::min<int64_t>(16, j1 - p0);
     for (int64_t m0 = 0; m0 < x.rows; m0 += kMR) {
       const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
@@ -258,19 +311,11 @@ void GemmRowsU8(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
           TileU8<kType, 1>(panel, k, xq, xd, c);
           break;
       }
+      SubtractMins(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
       for (int64_t r = 0; r < rows; ++r) {
-        float* cr = c + 16 * r;
-        const float* xgr = xg.data() + (m0 + r) * ngroups;
-        __m256 c0 = _mm256_load_ps(cr), c1 = _mm256_load_ps(cr + 8);
-        for (int64_t g = 0; g < ngroups; ++g) {
-          const __m256 xs = _mm256_set1_ps(xgr[g]);
-          const float* mg = panel.mins.get() + 16 * g;
-          c0 = _mm256_fnmadd_ps(_mm256_loadu_ps(mg), xs, c0);
-          c1 = _mm256_fnmadd_ps(_mm256_loadu_ps(mg + 8), xs, c1);
+        for (int64_t j = 0; j < ncols; ++j) {
+          y[(m0 + r) * ldy + p0 + j] = c[16 * r + j];
         }
-        _mm256_store_ps(cr, c0);
-        _mm256_store_ps(cr + 8, c1);
-        for (int64_t j = 0; j < ncols; ++j) y[(m0 + r) * ldy + p0 + j] = cr[j];
       }
     }
   }

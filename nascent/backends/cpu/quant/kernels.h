@@ -64,6 +64,12 @@ void fdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                int64_t j1, const float* x, int64_t m, int64_t k, float* y,
                int64_t ldy);
 
+// Whether the AVX-512 kernels may use VNNI (vpdpbusd): the CPU has it and
+// no test has turned it off. set_vnni_for_test(false) makes a VNNI machine
+// run the kernels a machine without it runs, so that tests check both.
+bool vnni_enabled();
+void set_vnni_for_test(bool enabled);
+
 // Decodes `rows` rows of blocks (row stride ws bytes) into f32 [rows, k].
 void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
                      int64_t k, float* out);
