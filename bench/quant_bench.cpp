@@ -16,6 +16,8 @@
 //   ./build/bench/bench/quant_bench --mat-mat  # only the M = 512 products
 //   ./build/bench/bench/quant_bench --portable # Highway's SSE4 kernels, not
 //                                              # the AVX2 ones
+//   ./build/bench/bench/quant_bench --no-vnni  # AVX-512 without VNNI, as a
+//                                              # machine that lacks it runs
 //
 // The weights of each mat-vec are several copies used in turn, 128 MiB in
 // all, so that they come from memory and not from the 32 MiB L3; the
@@ -42,6 +44,7 @@
 #include "ggml_peer.h"
 #endif
 #include "nascent/backends/cpu/backend.h"
+#include "nascent/backends/cpu/quant/kernels.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/ops.h"
 #include "nascent/quant/codec.h"
@@ -225,8 +228,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--portable") {
       // The portable Highway kernels, as a machine without AVX2 runs them.
       hwy::SetSupportedTargetsForTest(HWY_SSE4);
+    } else if (arg == "--no-vnni") {
+      nascent::cpu::set_vnni_for_test(false);
+    } else if (const int t = std::atoi(arg.c_str()); t > 0) {
+      thread_counts = {t};
     } else {
-      thread_counts = {std::atoi(argv[a])};
+      fmt::print(stderr,
+                 "usage: quant_bench [THREADS] [--cpu-time] [--mat-mat] "
+                 "[--portable] [--no-vnni]\n");
+      return 2;
     }
   }
   nascent::cpu::Backend cpu;

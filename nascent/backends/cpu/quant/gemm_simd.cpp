@@ -27,8 +27,9 @@
 #include "nascent/backends/cpu/quant/dot_x86-inl.h"
 #include "nascent/backends/cpu/quant/gemm_q8_x86-inl.h"
 #include "nascent/backends/cpu/quant/gemm_x86-inl.h"
-#include "nascent/backends/cpu/quant/gemm_vnni_x86-inl.h"
 #include "nascent/backends/cpu/quant/tiles-inl.h"
+// After gemm_x86-inl.h, whose panels it multiplies.
+#include "nascent/backends/cpu/quant/gemm_vnni_x86-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nascent::cpu {

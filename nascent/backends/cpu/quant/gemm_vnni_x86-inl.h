@@ -8,25 +8,18 @@
 // integer instructions per product, at twice the width.
 //
 // Sums stay exact in int32: a 32-value sub-block at most 32 * 255 * 127,
-// times the k-quants' integer sub-block scales (pmulld) per sub-block;
-// q4_0's offset 8 and q8_0's 128 (its levels are stored + 128, since
-// vpdpbusd's first operand is unsigned) come off as the offset times x's
-// sum of the block's levels before the one conversion to f32 per block.
-// The k-quants' mins are applied after the tile, as in the AVX2 kernel.
+// times the k-quants' integer sub-block scales (pmulld) per sub-block.
+// Offsets (q4_0's 8, q6_K's 32, q8_0's 128: its levels are stored + 128,
+// since vpdpbusd's first operand is unsigned) come off each sub-block's sum
+// as the offset times x's sum of its levels, so q6_K needs no f32 mins;
+// there is one conversion to f32 per block. q4_K's mins are applied after
+// the tile, from x's sums per group, as in the AVX2 kernel.
 //
-// Compiled into the AVX-512 targets only, with VNNI enabled per function:
-// Highway 1.0.3's AVX3 target does not assume VNNI, so the caller checks
-// vnni_enabled() (quant/kernels.h) at run time.
+// Compiled into the AVX-512 targets only (NASCENT_QUANT_VNNI, from
+// quant/dot_x86-inl.h), and chosen when vnni_enabled().
 //
 // Highway's per-target header pattern: included once per SIMD target after
 // quant/gemm_x86-inl.h.
-#undef NASCENT_QUANT_VNNI
-#if NASCENT_QUANT_X86 && HWY_TARGET <= HWY_AVX3
-#define NASCENT_QUANT_VNNI 1
-#else
-#define NASCENT_QUANT_VNNI 0
-#endif
-
 #if defined(NASCENT_BACKENDS_CPU_QUANT_GEMM_VNNI_X86_INL_H_) == \
     defined(HWY_TARGET_TOGGLE)
 #ifdef NASCENT_BACKENDS_CPU_QUANT_GEMM_VNNI_X86_INL_H_
@@ -52,12 +45,10 @@ namespace nascent::cpu {
 namespace HWY_NAMESPACE {
 namespace x86 {
 
-#define NASCENT_VNNI_ATTR __attribute__((target("avx512vnni")))
-
-// c[r][0..15] = x rows r < kRows times the panel (before the k-quants'
-// mins). x rows at x + r * k (int8), their block scales at xd + r *
-// nblocks, their offset terms (kOffset times the sum of a block's levels)
-// at xoff + r * nblocks.
+// c[r][0..15] = x rows r < kRows times the panel (before q4_K's mins).
+// x rows at x + r * k (int8), their block scales at xd + r * nblocks,
+// their offset terms (kOffset times the sum of a sub-block's levels) at
+// xoff + r * (k / kSub).
 template <QuantType kType, int kRows>
 NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel& p, int64_t k,
                                            const int8_t* x, const float* xd,
@@ -83,6 +74,12 @@ NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel& p, int64_t k,
           part[r] = _mm512_dpbusd_epi32(part[r], wv, _mm512_set1_epi32(word));
         }
       }
+      if constexpr (L::kOffset != 0) {
+        for (int r = 0; r < kRows; ++r) {
+          part[r] = _mm512_sub_epi32(
+              part[r], _mm512_set1_epi32(xoff[r * (k / L::kSub) + s]));
+        }
+      }
       if constexpr (kSubs == 1) {
         for (int r = 0; r < kRows; ++r) sum[r] = part[r];
       } else {
@@ -94,15 +91,38 @@ NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel& p, int64_t k,
     }
     const __m512 ws = _mm512_load_ps(p.scales.get() + 16 * b);
     for (int r = 0; r < kRows; ++r) {
-      if constexpr (L::kOffset != 0) {
-        sum[r] = _mm512_sub_epi32(sum[r], _mm512_set1_epi32(xoff[r * nblocks + b]));
-      }
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]),
-                               _mm512_mul_ps(ws, _mm512_set1_ps(xd[r * nblocks + b])),
-                               acc[r]);
+      acc[r] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(sum[r]),
+          _mm512_mul_ps(ws, _mm512_set1_ps(xd[r * nblocks + b])), acc[r]);
     }
   }
   for (int r = 0; r < kRows; ++r) _mm512_store_ps(c + 16 * r, acc[r]);
+}
+
+// c[r][0..15] -= the panel's mins times x row r's group terms, as
+// gemm_x86-inl.h's SubtractMins with one 16-lane vector, in four chains:
+// with one, the multiply-adds' latency made this 15% of a Q4_K_M prompt.
+HWY_INLINE void SubtractMins16(const U8Panel& p, const float* xg,
+                               int64_t ngroups, int64_t rows, float* c) {
+  const float* mins = p.mins.get();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xgr = xg + r * ngroups;
+    __m512 t[4] = {_mm512_load_ps(c + 16 * r), _mm512_setzero_ps(),
+                   _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t g = 0;
+    for (; g + 4 <= ngroups; g += 4) {
+      for (int i = 0; i < 4; ++i) {
+        t[i] = _mm512_fnmadd_ps(_mm512_load_ps(mins + 16 * (g + i)),
+                                _mm512_set1_ps(xgr[g + i]), t[i]);
+      }
+    }
+    for (; g < ngroups; ++g) {
+      t[0] = _mm512_fnmadd_ps(_mm512_load_ps(mins + 16 * g),
+                              _mm512_set1_ps(xgr[g]), t[0]);
+    }
+    _mm512_store_ps(c + 16 * r, _mm512_add_ps(_mm512_add_ps(t[0], t[1]),
+                                              _mm512_add_ps(t[2], t[3])));
+  }
 }
 
 // qgemm_rows for q4_0, q8_0, q4_K and q6_K with VNNI: weight rows [j0, j1)
@@ -122,10 +142,10 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
   if constexpr (L::kOffset == 0) {
     xg = activation_group_terms(x, L::kGroup);
   } else {
-    // Blocks of 32 here: x's sums of 32 levels are its offset terms.
-    xoff.resize(size_t(x.rows * nblocks));
+    const int16_t* sums = L::kSub == 16 ? x.sums16 : x.sums32;
+    xoff.resize(size_t(x.rows * (k / L::kSub)));
     for (size_t i = 0; i < xoff.size(); ++i) {
-      xoff[i] = L::kOffset * int32_t(x.sums32[i]);
+      xoff[i] = L::kOffset * int32_t(sums[i]);
     }
   }
   alignas(64) float c[kMR * 16];
@@ -136,7 +156,8 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
       const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
       const int8_t* xq = x.q8 + m0 * k;
       const float* xd = x.d + m0 * nblocks;
-      const int32_t* xo = L::kOffset != 0 ? xoff.data() + m0 * nblocks : nullptr;
+      const int32_t* xo =
+          L::kOffset != 0 ? xoff.data() + m0 * (k / L::kSub) : nullptr;
       switch (rows) {
         case 8:
           TileVnni<kType, 8>(panel, k, xq, xd, xo, c);
@@ -164,7 +185,7 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
           break;
       }
       if constexpr (L::kOffset == 0) {
-        SubtractMins(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
+        SubtractMins16(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
       }
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t j = 0; j < ncols; ++j) {
@@ -174,8 +195,6 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
     }
   }
 }
-
-#undef NASCENT_VNNI_ATTR
 
 }  // namespace x86
 }  // namespace HWY_NAMESPACE

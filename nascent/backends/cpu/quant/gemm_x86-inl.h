@@ -56,10 +56,11 @@ struct U8Layout {
   static constexpr int64_t kSub = kQ6 ? 16 : 32;    // Values per int scale.
   static constexpr int64_t kGroup = kQ6 ? 16 : 32;  // Values per min.
   static constexpr int kChain = kQ6 ? 2 : 8;        // k steps summed in int16.
-  // What the VNNI kernel subtracts from a block's integer sum, times x's
-  // sum of its 32 levels (q4_0 and q8_0; the k-quants use mins).
+  // What the VNNI kernel subtracts from each level, as x's sum of the
+  // sub-block's levels times it (q4_K uses mins instead).
   static constexpr int32_t kOffset = kType == QuantType::q4_0   ? 8
                                      : kType == QuantType::q8_0 ? 128
+                                     : kQ6                      ? 32
                                                                 : 0;
 };
 
@@ -195,8 +196,8 @@ HWY_INLINE void FillPanelU8(const uint8_t* w, int64_t ws, int64_t p0,
 
 // c[r][0..15] -= the panel's mins times x row r's group terms (d_x times
 // its sum of levels over each group, [rows][k / kGroup]).
-HWY_INLINE void SubtractMins(const U8Panel& p, const float* xg,
-                             int64_t ngroups, int64_t rows, float* c) {
+HWY_INLINE void SubtractMins(const U8Panel& p, const float* xg, int64_t ngroups,
+                             int64_t rows, float* c) {
   for (int64_t r = 0; r < rows; ++r) {
     float* cr = c + 16 * r;
     const float* xgr = xg + r * ngroups;
