@@ -11,17 +11,14 @@
 # ggml_backend_amx_mul_mat on the peer test's q8_0 model (dim 256, 2
 # threads), so the comparisons could not run. GCC keeps an explicit -mno-*
 # over -march=native whatever their order.
-# Its multimodal library (mtmd, LLAVA_BUILD) is left out: no test or
-# benchmark loads it, and llama-cpp-python imports it only for a vision
-# chat handler. Without it the install took 888 s on the 2-core
-# development machine (next to another build), against about an hour with
-# it.
+# On the 2-core development machine the first install took about an hour
+# of wall time (a shared, busy machine; see README).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=build/venv
 version="${NASCENT_LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-cmake_args="-DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags' -DLLAVA_BUILD=OFF"
+cmake_args="-DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'"
 marker="$venv/peer-build-flags"
 if [[ -x "$venv/bin/python3" ]] &&
    "$venv/bin/python3" -c "import llama_cpp" 2>/dev/null &&
