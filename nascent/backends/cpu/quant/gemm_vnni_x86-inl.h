@@ -100,6 +100,20 @@ NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel& p, int64_t k,
   for (int r = 0; r < kRows; ++r) _mm512_store_ps(c + 16 * r, acc[r]);
 }
 
+// TileVnni with kRows = rows, for rows in [1, kMax].
+template <QuantType kType, int kMax>
+NASCENT_VNNI_ATTR HWY_INLINE void TileVnniUpTo(int64_t rows, const U8Panel& p,
+                                               int64_t k, const int8_t* x,
+                                               const float* xd,
+                                               const int32_t* xoff, float* c) {
+  if constexpr (kMax > 1) {
+    if (rows < kMax) {
+      return TileVnniUpTo<kType, kMax - 1>(rows, p, k, x, xd, xoff, c);
+    }
+  }
+  TileVnni<kType, kMax>(p, k, x, xd, xoff, c);
+}
+
 // c[r][0..15] -= the panel's mins times x row r's group terms, as
 // gemm_x86-inl.h's SubtractMins with one 16-lane vector, in four chains:
 // with one, the multiply-adds' latency made this 15% of a Q4_K_M prompt.
@@ -159,32 +173,7 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
       const float* xd = x.d + m0 * nblocks;
       const int32_t* xo =
           L::kOffset != 0 ? xoff.data() + m0 * (k / L::kSub) : nullptr;
-      switch (rows) {
-        case 8:
-          TileVnni<kType, 8>(panel, k, xq, xd, xo, c);
-          break;
-        case 7:
-          TileVnni<kType, 7>(panel, k, xq, xd, xo, c);
-          break;
-        case 6:
-          TileVnni<kType, 6>(panel, k, xq, xd, xo, c);
-          break;
-        case 5:
-          TileVnni<kType, 5>(panel, k, xq, xd, xo, c);
-          break;
-        case 4:
-          TileVnni<kType, 4>(panel, k, xq, xd, xo, c);
-          break;
-        case 3:
-          TileVnni<kType, 3>(panel, k, xq, xd, xo, c);
-          break;
-        case 2:
-          TileVnni<kType, 2>(panel, k, xq, xd, xo, c);
-          break;
-        default:
-          TileVnni<kType, 1>(panel, k, xq, xd, xo, c);
-          break;
-      }
+      TileVnniUpTo<kType, kMR>(rows, panel, k, xq, xd, xo, c);
       if constexpr (L::kOffset == 0) {
         SubtractMins16(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
       }
