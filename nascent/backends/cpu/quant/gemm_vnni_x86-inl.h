@@ -8,13 +8,11 @@
 // ran the M = 512 products 1.6x (q4_0, q6_K) to 2.5x (q8_0) faster than
 // the same targets' kernels without VNNI (bench/quant_bench --no-vnni).
 //
-// Sums stay exact in int32: a 32-value sub-block at most 32 * 255 * 127,
-// times the k-quants' integer sub-block scales (pmulld) per sub-block.
-// Offsets (q4_0's 8, q6_K's 32, q8_0's 128: its levels are stored + 128,
-// since vpdpbusd's first operand is unsigned) come off each sub-block's sum
-// as the offset times x's sum of its levels, so q6_K needs no f32 mins;
-// there is one conversion to f32 per block. q4_K's mins are applied after
-// the tile, from x's sums per group, as in the AVX2 kernel.
+// Each sub-block's sum is exact in int32 (at most 32 * 255 * 127), less
+// its offset (q4_0's 8, q6_K's 32, q8_0's 128: its levels are stored + 128,
+// since vpdpbusd's first operand is unsigned) as the offset times x's sum
+// of the sub-block's levels, so only q4_K needs f32 mins, applied after the
+// tile from x's sums per group as in the AVX2 kernel.
 //
 // Compiled into the AVX-512 targets only (NASCENT_QUANT_VNNI, from
 // quant/dot_x86-inl.h), and chosen when vnni_enabled().
@@ -46,63 +44,75 @@ namespace nascent::cpu {
 namespace HWY_NAMESPACE {
 namespace x86 {
 
-// c[r][0..15] = x rows r < kRows times the panel (before q4_K's mins).
-// x rows at x + r * k (int8), their block scales at xd + r * nblocks,
-// their offset terms (kOffset times the sum of a sub-block's levels) at
-// xoff + r * (k / kSub).
+// c = x rows r < kRows times two panels (32 weight rows; before q4_K's
+// mins), [2 panels][kRows][16]: each broadcast of x feeds two vpdpbusd.
+// x rows at x + r * k (int8), their block scales at xd + r * nblocks, their
+// offset terms (kOffset times the sum of a sub-block's levels) at xoff + r
+// * (k / kSub). To fit two sets of sums and of block totals in the
+// registers, each sub-block's int32 sum is scaled in f32 (by the panel's
+// f32 x integer scale) as it ends, and x's block scale goes into c, in
+// memory, once per block.
 template <QuantType kType, int kRows>
-NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel& p, int64_t k,
+NASCENT_VNNI_ATTR HWY_INLINE void TileVnni(const U8Panel* p, int64_t k,
                                            const int8_t* x, const float* xd,
                                            const int32_t* xoff, float* c) {
   using L = U8Layout<kType>;
   constexpr int64_t kSubs = L::kBlock / L::kSub, kSteps = L::kSub / 4;
   const int64_t nblocks = k / L::kBlock;
-  const uint8_t* levels = p.levels.get();
-  __m512 acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  const uint8_t* la = p[0].levels.get();
+  const uint8_t* lb = p[1].levels.get();
+  for (int i = 0; i < 2 * kRows; ++i) {
+    _mm512_store_ps(c + 16 * i, _mm512_setzero_ps());
+  }
   for (int64_t b = 0; b < nblocks; ++b) {
-    __m512i sum[kRows];
-    for (int r = 0; r < kRows; ++r) sum[r] = _mm512_setzero_si512();
+    __m512 blk[kRows][2];
+    for (int r = 0; r < kRows; ++r) {
+      blk[r][0] = blk[r][1] = _mm512_setzero_ps();
+    }
     for (int64_t s = b * kSubs; s < (b + 1) * kSubs; ++s) {
-      __m512i part[kRows];
-      for (int r = 0; r < kRows; ++r) part[r] = _mm512_setzero_si512();
+      __m512i part[kRows][2];
+      for (int r = 0; r < kRows; ++r) {
+        part[r][0] = part[r][1] = _mm512_setzero_si512();
+      }
 #pragma GCC unroll 8
       for (int64_t q = s * kSteps; q < (s + 1) * kSteps; ++q) {
-        const __m512i wv = _mm512_load_si512(levels + 64 * q);
+        const __m512i wa = _mm512_load_si512(la + 64 * q);
+        const __m512i wb = _mm512_load_si512(lb + 64 * q);
         for (int r = 0; r < kRows; ++r) {
           int32_t word;
           std::memcpy(&word, x + r * k + 4 * q, 4);
-          part[r] = _mm512_dpbusd_epi32(part[r], wv, _mm512_set1_epi32(word));
+          const __m512i xb = _mm512_set1_epi32(word);
+          part[r][0] = _mm512_dpbusd_epi32(part[r][0], wa, xb);
+          part[r][1] = _mm512_dpbusd_epi32(part[r][1], wb, xb);
         }
       }
-      if constexpr (L::kOffset != 0) {
-        for (int r = 0; r < kRows; ++r) {
-          part[r] = _mm512_sub_epi32(
-              part[r], _mm512_set1_epi32(xoff[r * (k / L::kSub) + s]));
+      const __m512 fa = _mm512_load_ps(p[0].fsc.get() + 16 * s);
+      const __m512 fb = _mm512_load_ps(p[1].fsc.get() + 16 * s);
+      for (int r = 0; r < kRows; ++r) {
+        if constexpr (L::kOffset != 0) {
+          const __m512i off = _mm512_set1_epi32(xoff[r * (k / L::kSub) + s]);
+          part[r][0] = _mm512_sub_epi32(part[r][0], off);
+          part[r][1] = _mm512_sub_epi32(part[r][1], off);
         }
-      }
-      if constexpr (kSubs == 1) {
-        for (int r = 0; r < kRows; ++r) sum[r] = part[r];
-      } else {
-        const __m512i sc = _mm512_load_si512(p.isc32.get() + 16 * s);
-        for (int r = 0; r < kRows; ++r) {
-          sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(part[r], sc));
-        }
+        blk[r][0] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(part[r][0]), fa, blk[r][0]);
+        blk[r][1] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(part[r][1]), fb, blk[r][1]);
       }
     }
-    const __m512 ws = _mm512_load_ps(p.scales.get() + 16 * b);
     for (int r = 0; r < kRows; ++r) {
-      acc[r] = _mm512_fmadd_ps(
-          _mm512_cvtepi32_ps(sum[r]),
-          _mm512_mul_ps(ws, _mm512_set1_ps(xd[r * nblocks + b])), acc[r]);
+      const __m512 xs = _mm512_set1_ps(xd[r * nblocks + b]);
+      for (int v = 0; v < 2; ++v) {
+        float* cv = c + 16 * (v * kRows + r);
+        _mm512_store_ps(cv, _mm512_fmadd_ps(blk[r][v], xs, _mm512_load_ps(cv)));
+      }
     }
   }
-  for (int r = 0; r < kRows; ++r) _mm512_store_ps(c + 16 * r, acc[r]);
 }
 
 // TileVnni with kRows = rows, for rows in [1, kMax].
 template <QuantType kType, int kMax>
-NASCENT_VNNI_ATTR HWY_INLINE void TileVnniUpTo(int64_t rows, const U8Panel& p,
+NASCENT_VNNI_ATTR HWY_INLINE void TileVnniUpTo(int64_t rows, const U8Panel* p,
                                                int64_t k, const int8_t* x,
                                                const float* xd,
                                                const int32_t* xoff, float* c) {
@@ -141,17 +151,19 @@ HWY_INLINE void SubtractMins16(const U8Panel& p, const float* xg,
 }
 
 // qgemm_rows for q4_0, q8_0, q4_K and q6_K with VNNI: weight rows [j0, j1)
-// in panels of 16, each decoded once and multiplied with every row of x,
-// kMR rows at a time (three sets of kMR accumulators in 32 registers).
+// in pairs of panels of 16, each decoded once and multiplied with every
+// row of x, kMR rows at a time. (Against one panel by 8 rows with the
+// integer scales applied by pmulld, this ran 10-35% faster per type, one
+// thread: bench/NOTES.md, session 11.)
 template <QuantType kType>
 NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
                                     int64_t j1, const QuantizedRows& x,
                                     float* y, int64_t ldy) {
   using L = U8Layout<kType>;
-  constexpr int kMR = 8;
+  constexpr int kMR = 6;
   const int64_t k = x.k, nblocks = k / L::kBlock, ngroups = k / L::kGroup;
-  thread_local U8Panel panel;
-  panel.reserve(k);
+  thread_local U8Panel panels[2];
+  for (U8Panel& p : panels) p.reserve(k);
   std::vector<float> xg;
   std::vector<int32_t> xoff;
   if constexpr (L::kOffset == 0) {
@@ -163,23 +175,28 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
       xoff[i] = L::kOffset * int32_t(sums[i]);
     }
   }
-  alignas(64) float c[kMR * 16];
-  for (int64_t p0 = j0; p0 < j1; p0 += 16) {
-    FillPanelU8<kType>(w, ws, p0, j1, k, panel);
-    const int64_t ncols = std::min<int64_t>(16, j1 - p0);
+  alignas(64) float c[2 * kMR * 16];
+  for (int64_t p0 = j0; p0 < j1; p0 += 32) {
+    FillPanelU8<kType>(w, ws, p0, j1, k, panels[0]);
+    FillPanelU8<kType>(w, ws, p0 + 16, j1, k, panels[1]);
     for (int64_t m0 = 0; m0 < x.rows; m0 += kMR) {
       const int64_t rows = std::min<int64_t>(kMR, x.rows - m0);
-      const int8_t* xq = x.q8 + m0 * k;
-      const float* xd = x.d + m0 * nblocks;
       const int32_t* xo =
           L::kOffset != 0 ? xoff.data() + m0 * (k / L::kSub) : nullptr;
-      TileVnniUpTo<kType, kMR>(rows, panel, k, xq, xd, xo, c);
-      if constexpr (L::kOffset == 0) {
-        SubtractMins16(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < ncols; ++j) {
-          y[(m0 + r) * ldy + p0 + j] = c[16 * r + j];
+      TileVnniUpTo<kType, kMR>(rows, panels, k, x.q8 + m0 * k,
+                               x.d + m0 * nblocks, xo, c);
+      for (int i = 0; i < 2; ++i) {
+        float* ci = c + 16 * i * rows;  // Panel i's [rows][16].
+        if constexpr (L::kOffset == 0) {
+          SubtractMins16(panels[i], xg.data() + m0 * ngroups, ngroups, rows,
+                         ci);
+        }
+        const int64_t col0 = p0 + 16 * i;
+        const int64_t ncols = std::min<int64_t>(16, j1 - col0);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < ncols; ++j) {
+            y[(m0 + r) * ldy + col0 + j] = ci[16 * r + j];
+          }
         }
       }
     }

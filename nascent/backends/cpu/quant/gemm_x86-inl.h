@@ -138,22 +138,22 @@ HWY_INLINE void DecodeU8(const uint8_t* blk, U8Decoded& out) {
 
 // A panel of 16 rows: levels [k / 4][16 rows][4], integer scales
 // [k / kSub][16 rows][2] (each row's scale twice, for its two int16 pair
-// sums) and as int32 [k / kSub][16 rows] (the VNNI kernel's), f32 scales
-// [blocks][16], mins [groups][16].
+// sums), f32 scales [blocks][16], mins [groups][16], and the products of
+// the f32 and integer scales [k / kSub][16] (the VNNI kernel's).
 struct U8Panel {
   hwy::AlignedFreeUniquePtr<uint8_t[]> levels;
   hwy::AlignedFreeUniquePtr<int16_t[]> isc;
-  hwy::AlignedFreeUniquePtr<int32_t[]> isc32;
   hwy::AlignedFreeUniquePtr<float[]> scales, mins;
+  hwy::AlignedFreeUniquePtr<float[]> fsc;  // f32 scale x isc [k / kSub][16].
   int64_t capacity = 0;
 
   void reserve(int64_t k) {
     if (capacity >= k) return;
     levels = hwy::AllocateAligned<uint8_t>(size_t(16 * k));
     isc = hwy::AllocateAligned<int16_t>(size_t(2 * k));
-    isc32 = hwy::AllocateAligned<int32_t>(size_t(k));
     scales = hwy::AllocateAligned<float>(size_t(k));
     mins = hwy::AllocateAligned<float>(size_t(k));
+    fsc = hwy::AllocateAligned<float>(size_t(k));
     capacity = k;
   }
 };
@@ -184,7 +184,7 @@ HWY_INLINE void FillPanelU8(const uint8_t* w, int64_t ws, int64_t p0,
         const int64_t sub = b * L::kBlock / L::kSub + s;
         int16_t* sc = panel.isc.get() + 32 * sub;
         sc[2 * r] = sc[2 * r + 1] = dec.isc[s];
-        panel.isc32[size_t(16 * sub + r)] = dec.isc[s];
+        panel.fsc[size_t(16 * sub + r)] = dec.scale * float(dec.isc[s]);
       }
       for (int64_t g = 0; g < L::kBlock / L::kGroup; ++g) {
         panel.mins[size_t(16 * (b * L::kBlock / L::kGroup + g) + r)] =
