@@ -233,7 +233,9 @@ bool vnni_enabled() {
   return cpu_has_vnni() && vnni_allowed.load(std::memory_order_relaxed);
 }
 
-void set_vnni_for_test(bool enabled) { vnni_allowed.store(enabled); }
+void set_vnni_for_test(bool enabled) {
+  vnni_allowed.store(enabled);
+}
 
 void qdot_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
                int64_t j1, const QuantizedRows& x, float* y, int64_t ldy) {

@@ -164,8 +164,8 @@ TEST_F(QuantQmatmul, VnniAgreesWithTheKernelsWithoutIt) {
   if (!cpu::vnni_enabled()) {
     GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   }
-  for (QuantType type : {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k,
-                         QuantType::q6_k}) {
+  for (QuantType type :
+       {QuantType::q4_0, QuantType::q8_0, QuantType::q4_k, QuantType::q6_k}) {
     const int64_t m = 21, n = 37, k = 4 * 256;
     for (float spread : {1.0f, 0.0f}) {
       std::vector<float> x = random_values(m * k, 71, 1.0f);

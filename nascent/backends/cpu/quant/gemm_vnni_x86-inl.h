@@ -5,8 +5,8 @@
 // multiplies the 64 byte pairs and adds each four into the int32 lanes in
 // one instruction, where the AVX2 kernel spends about two (pmaddubsw and an
 // int16 add, plus a pmaddwd per chain) on 32. On a Sapphire Rapids VM this
-// ran the M = 512 products 1.6x (q4_0, q6_K) to 2.5x (q8_0) faster than
-// the same targets' kernels without VNNI (bench/quant_bench --no-vnni).
+// ran the M = 512 products about twice as fast as the same target's
+// kernels without VNNI (bench/quant_bench --no-vnni; bench/NOTES.md).
 //
 // Each sub-block's sum is exact in int32 (at most 32 * 255 * 127), less
 // its offset (q4_0's 8, q6_K's 32, q8_0's 128: its levels are stored + 128,
