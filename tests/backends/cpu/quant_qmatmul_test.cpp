@@ -156,10 +156,11 @@ TEST_F(QuantQmatmul, EveryTargetEveryType) {
 }
 
 // The VNNI kernels (q4_0, q8_0, q4_K, q6_K) sum the same integer products
-// as the kernels without VNNI, in another order and with q4_0's and q8_0's
-// offsets taken off in integers rather than in f32: the results agree to
-// f32 rounding, far inside expect_qmatmul's bound (whose x quantization
-// term both share), here on random weights and on levels at their ends.
+// as the kernels without VNNI, in another order, with the offsets of q4_0,
+// q8_0 and q6_K taken off in integers and the sub-block scales applied in
+// f32: the results agree to f32 rounding, far inside expect_qmatmul's
+// bound (whose x quantization term both share), here on random weights and
+// on levels at their ends.
 TEST_F(QuantQmatmul, VnniAgreesWithTheKernelsWithoutIt) {
   if (!cpu::vnni_enabled()) {
     GTEST_SKIP() << "this CPU has no AVX-512 VNNI";

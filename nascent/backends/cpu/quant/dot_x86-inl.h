@@ -16,21 +16,6 @@
 #else
 #define NASCENT_QUANT_X86 0
 #endif
-// The AVX-512 targets also get VNNI kernels (vpdpbusd), enabled per
-// function: Highway 1.0.3's AVX3 target does not assume VNNI, so callers
-// check vnni_enabled() (quant/kernels.h) at run time. The attribute names
-// the target's own features too: clang's replaces Highway's, and would
-// drop them (then the target's always-inline helpers cannot be inlined).
-#undef NASCENT_QUANT_VNNI
-#if NASCENT_QUANT_X86 && HWY_TARGET <= HWY_AVX3
-#define NASCENT_QUANT_VNNI 1
-#else
-#define NASCENT_QUANT_VNNI 0
-#endif
-#ifndef NASCENT_VNNI_ATTR
-#define NASCENT_VNNI_ATTR \
-  __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
-#endif
 
 #if defined(NASCENT_BACKENDS_CPU_QUANT_AVX2_INL_H_) == \
     defined(HWY_TARGET_TOGGLE)

@@ -14,11 +14,24 @@
 // of the sub-block's levels, so only q4_K needs f32 mins, applied after the
 // tile from x's sums per group as in the AVX2 kernel.
 //
-// Compiled into the AVX-512 targets only (NASCENT_QUANT_VNNI, from
-// quant/dot_x86-inl.h), and chosen when vnni_enabled().
-//
 // Highway's per-target header pattern: included once per SIMD target after
-// quant/gemm_x86-inl.h.
+// quant/gemm_x86-inl.h (and quant/dot_x86-inl.h, for NASCENT_QUANT_X86).
+
+// Compiled into the AVX-512 targets only, with VNNI enabled per function:
+// Highway 1.0.3's AVX3 target does not assume VNNI, so the caller checks
+// vnni_enabled() (quant/kernels.h) at run time. The attribute names
+// the target's own features too: clang's replaces Highway's, and would
+// drop them (then the target's always-inline helpers cannot be inlined).
+#undef NASCENT_QUANT_VNNI
+#if NASCENT_QUANT_X86 && HWY_TARGET <= HWY_AVX3
+#define NASCENT_QUANT_VNNI 1
+#else
+#define NASCENT_QUANT_VNNI 0
+#endif
+#ifndef NASCENT_VNNI_ATTR
+#define NASCENT_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#endif
+
 #if defined(NASCENT_BACKENDS_CPU_QUANT_GEMM_VNNI_X86_INL_H_) == \
     defined(HWY_TARGET_TOGGLE)
 #ifdef NASCENT_BACKENDS_CPU_QUANT_GEMM_VNNI_X86_INL_H_
@@ -192,12 +205,8 @@ NASCENT_VNNI_ATTR void GemmRowsVnni(const uint8_t* w, int64_t ws, int64_t j0,
                          ci);
         }
         const int64_t col0 = p0 + 16 * i;
-        const int64_t ncols = std::min<int64_t>(16, j1 - col0);
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < ncols; ++j) {
-            y[(m0 + r) * ldy + col0 + j] = ci[16 * r + j];
-          }
-        }
+        StoreTile(ci, rows, std::min<int64_t>(16, j1 - col0),
+                  y + m0 * ldy + col0, ldy);
       }
     }
   }

@@ -79,7 +79,6 @@ HWY_INLINE void DecodeU8(const uint8_t* blk, U8Decoded& out) {
   if constexpr (kType == QuantType::q8_0) {
     out.scale = Half(blk);
     out.isc[0] = 1;
-    out.mins[0] = 128.0f * out.scale;
     const __m256i q = Load(blk + 2);
     _mm256_store_si256(reinterpret_cast<__m256i*>(L),
                        _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))));
@@ -213,6 +212,14 @@ HWY_INLINE void SubtractMins(const U8Panel& p, const float* xg, int64_t ngroups,
   }
 }
 
+// y[r * ldy + j] = c[16 * r + j] for r < rows, j < ncols: a tile out.
+HWY_INLINE void StoreTile(const float* c, int64_t rows, int64_t ncols, float* y,
+                          int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < ncols; ++j) y[r * ldy + j] = c[16 * r + j];
+  }
+}
+
 // c[r][0..15] = x rows r < kRows times the panel, before mins. x rows at
 // x + r * k (int8), their block scales at xd + r * (k / kBlock).
 template <QuantType kType, int kRows>
@@ -313,11 +320,7 @@ void GemmRowsU8(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
           break;
       }
       SubtractMins(panel, xg.data() + m0 * ngroups, ngroups, rows, c);
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < ncols; ++j) {
-          y[(m0 + r) * ldy + p0 + j] = c[16 * r + j];
-        }
-      }
+      StoreTile(c, rows, ncols, y + m0 * ldy + p0, ldy);
     }
   }
 }
