@@ -152,26 +152,34 @@ fi
 
 fi
 
-# The LLaMA model on the GPU (through the CUDA backend's ops and core's
-# composed transformer ops): a TinyLlama-shaped random model as F16 and
-# Q4_K_M (VOCAB: a GGUF whose vocabulary it takes, e.g. llama.cpp's
-# ggml-vocab-llama-spm.gguf; else a synthesised one of 5000 tokens),
-# `nascent bench` and a greedy `generate` on cuda.
+# The LLaMA model on the GPU: a TinyLlama-shaped random model as F16, Q8_0
+# and Q4_K_M (VOCAB: a GGUF whose vocabulary it takes, e.g. llama.cpp's
+# ggml-vocab-llama-spm.gguf; else a synthesised one), `nascent bench` on
+# cuda, side by side with llama.cpp's CUDA build when LLAMA_BENCH names its
+# llama-bench (bench/llama_cuda_vs_llamacpp.py), and a greedy `generate`.
 if want llama; then
 echo "=== llama ==="
 dir="${LLAMA_DIR:-/tmp/nascent-llama}"
 mkdir -p "$dir"
 {
   if [[ -n "${VOCAB:-}" ]]; then vocab=(--vocab "$VOCAB"); else
-    vocab=(--vocab-size 5000); fi
+    vocab=(--vocab-size 32000); fi
   "$bin/nascent" make-model "$dir/f16.gguf" --type f16 --dim 2048 \
     --layers 22 --heads 32 --kv-heads 4 --ffn 5632 "${vocab[@]}" \
     --ctx 2048 --seed 1 -t 16
-  "$bin/nascent" quantize -q -t 16 "$dir/f16.gguf" "$dir/q4_k_m.gguf" q4_k_m
-  for f in f16 q4_k_m; do
-    timeout 150 "$bin/nascent" bench -m "$dir/$f.gguf" -p 512 -n 64 -r 2 \
-      -d cuda
+  for q in q8_0 q4_k_m; do
+    "$bin/nascent" quantize -q -t 16 "$dir/f16.gguf" "$dir/$q.gguf" "$q"
   done
+  if [[ -n "${LLAMA_BENCH:-}" ]]; then
+    timeout 400 python3 bench/llama_cuda_vs_llamacpp.py "$bin/nascent" \
+      "$LLAMA_BENCH" --work "$dir" --keep --reps "${LLAMA_REPS:-3}" \
+      --rounds "${LLAMA_ROUNDS:-2}"
+  else
+    for f in f16 q8_0 q4_k_m; do
+      timeout 150 "$bin/nascent" bench -m "$dir/$f.gguf" -p 512 -n 128 -r 3 \
+        -d cuda
+    done
+  fi
   timeout 60 "$bin/nascent" generate -m "$dir/q4_k_m.gguf" \
     -p "Once upon a time" -n 32 --temp 0 -d cuda
 } 2>&1 | tee "$out/llama.log"

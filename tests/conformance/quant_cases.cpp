@@ -128,6 +128,40 @@ CONFORMANCE_CASE(qmatmul, "ggml-decoded weights, odd block counts, ragged") {
   }
 }
 
+CONFORMANCE_CASE(qmatmul, "one to nine rows of x, K of whole pieces") {
+  // Decoding's shapes: a few rows of x, K a multiple of 8 for the float
+  // types (a GPU's mat-vec kernels read them eight values at a time), and
+  // the weight as a view that starts one row or three rows in (row starts at
+  // every alignment the types' blocks give) and one of every other row.
+  for (QuantType type : kTypes) {
+    const int64_t k = block_size(type) == 1 ? 264 : 3 * block_size(type);
+    const int64_t n = 37;
+    const Weights w = make_weights(type, n + 3, k, backend, 11);
+    for (const int64_t first : {0, 1, 3}) {
+      for (const bool every_other : {false, true}) {
+        const int64_t rows = every_other ? (n + 3 - first + 1) / 2 : n;
+        const Tensor view =
+            w.bytes.slice(0, first, first + (every_other ? 2 * rows - 1 : rows),
+                          every_other ? 2 : 1);
+        std::vector<float> values;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t src = first + (every_other ? 2 * r : r);
+          values.insert(values.end(), w.values.begin() + src * k,
+                        w.values.begin() + (src + 1) * k);
+        }
+        for (const int64_t m : {1, 2, 7, 8, 9}) {
+          const Tensor x = random_tensor({m, k}, DType::f32, backend, 12 + m);
+          expect_qmatmul(
+              qmatmul(x, view, type).to_vector<double>(), to_host(x), values,
+              type, m, rows, k,
+              fmt::format("{} M {} from row {}{}", name(type), m, first,
+                          every_other ? ", every other" : ""));
+        }
+      }
+    }
+  }
+}
+
 CONFORMANCE_CASE(dequantize, "every type, exactly the reference decode") {
   for (QuantType type : kTypes) {
     const int64_t k = block_size(type) == 1 ? 37 : 2 * block_size(type);

@@ -14,7 +14,8 @@
 // driver, and running out of memory raises nascent::OutOfMemory after one
 // trim-and-retry. One file per op family: copy.cu, random.cu, unary.cu,
 // binary.cu, reduce.cu, scan.cu, softmax.cu, norm.cu, index.cu, pool.cu,
-// conv.cu, matmul.cpp, quant.cu, optim.cu.
+// conv.cu, matmul.cpp, quant.cu (and its mat-vec kernels, qmatvec.cu),
+// optim.cu, rope.cu, attention.cu; glu runs in unary.cu.
 //
 // This header holds no CUDA types, so host code that only uses the backend
 // compiles with any C++ compiler.
@@ -92,6 +93,14 @@ class Backend final : public nascent::Backend {
              std::span<const QuantArg> args) override;
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
+  void rope(const Tensor& x, const Tensor& positions,
+            const Tensor* freq_factors, const RopeParams& p,
+            Tensor& out) override;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor* mask, const AttentionParams& p,
+                 Tensor& out) override;
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override;
 
  private:
   std::shared_ptr<Context> ctx_;

@@ -75,7 +75,7 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs) {
 
 void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
           int64_t k, const MatrixRef& a_in, const MatrixRef& b_in, void* c,
-          int64_t ldc, int64_t c_bs, double beta) {
+          int64_t ldc, int64_t c_bs, double beta, bool f32_out) {
   if (batch == 0 || m == 0 || n == 0) return;
   MatrixRef a = a_in, b = b_in;
   if (!blas_layout(m, k, a.rs, a.cs) || !blas_layout(k, n, b.rs, b.cs)) {
@@ -98,7 +98,7 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
   const cublasOperation_t op_b = a_row ? CUBLAS_OP_N : CUBLAS_OP_T;
   Layout la(t, b_row ? n : k, b_row ? k : n, b_row ? b.rs : b.cs, batch, b.bs);
   Layout lb(t, a_row ? k : m, a_row ? m : k, a_row ? a.rs : a.cs, batch, a.bs);
-  Layout lc(t, n, m, ldc, batch, c_bs);
+  Layout lc(f32_out ? CUDA_R_32F : t, n, m, ldc, batch, c_bs);
 
   cublasLtMatmulDesc_t desc = nullptr;
   check(cublaslt().cublasLtMatmulDescCreate(&desc, compute, scale),
@@ -133,7 +133,8 @@ void gemm(Context& ctx, DType dtype, int64_t batch, int64_t m, int64_t n,
                                     align_a,
                                     align_b,
                                     align_c,
-                                    beta != 0.0};
+                                    beta != 0.0,
+                                    f32_out};
   cublasLtMatmulAlgo_t algo;
   bool cached = false;
   {

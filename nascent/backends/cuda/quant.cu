@@ -8,18 +8,26 @@
 // order. The _rn intrinsics keep nvcc from fusing a multiply and an add,
 // which the reference never does, so results match the CPU bit for bit.
 //
-// qmatmul decodes panels of weight rows into an f32 scratch buffer (from
-// the caching allocator; a panel is at most kPanelFloats values, so a large
-// vocabulary matrix never needs its full f32 copy) and multiplies through
-// cuBLASLt, y[:, panel] = x @ panel^T, in f32 (TF32 only if allowed). x is
-// not quantized as the CPU's kernels do: the product is the exact one of
-// the decoded weights up to f32 rounding.
+// qmatmul with at most kMatVecMaxRows rows of x (decoding) goes to the
+// mat-vec kernels (qmatvec.cu), which read the blocks in place. Larger x
+// (prompts) multiplies on tensor cores in f16 for f16 weights and the block
+// types: each row of x, scaled by a power of two, is split into two f16
+// parts (hi, and the rest: 22 bits of each value), W is f16 (f16 rows in
+// place, the block types decoded into f16 panels, within 2^-11 of their
+// values), and one GEMM with f32 sums multiplies both parts, which a small
+// kernel adds and unscales. f32 and bf16 weights decode panels of rows into
+// an f32 scratch buffer (a panel is at most kPanelFloats values, so a
+// large vocabulary matrix never needs its full copy) and multiply through
+// cuBLASLt in f32 (TF32 only if allowed).
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "nascent/backends/cuda/device.cuh"
 #include "nascent/backends/cuda/gemm.h"
+#include "nascent/backends/cuda/qmatvec.h"
+#include "nascent/backends/cuda/quant_blocks.cuh"
+#include "nascent/backends/cuda/quant_pieces.cuh"
 #include "nascent/core/ops.h"
 #include "nascent/quant/blocks.h"
 #include "nascent/quant/codec.h"
@@ -28,53 +36,10 @@ namespace nascent::cuda {
 
 namespace {
 
+using namespace blocks;
+
 // f32 values of one decoded panel at most (64 MiB).
 constexpr int64_t kPanelFloats = int64_t(1) << 24;
-
-NASCENT_D uint32_t u16(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8);
-}
-NASCENT_D uint32_t u32(const uint8_t* p) {
-  return u16(p) | (u16(p + 2) << 16);
-}
-NASCENT_D float f16(const uint8_t* p) {
-  return __half2float(__ushort_as_half(uint16_t(u16(p))));
-}
-NASCENT_D float mul(float a, float b) {
-  return __fmul_rn(a, b);
-}
-// a * b + c and a * b - c, rounded twice as the reference computes them.
-NASCENT_D float mul_add(float a, float b, float c) {
-  return __fadd_rn(__fmul_rn(a, b), c);
-}
-NASCENT_D float mul_sub(float a, float b, float c) {
-  return __fsub_rn(__fmul_rn(a, b), c);
-}
-
-// The 4-bit quant j (0..31) of a 32-value block: low nibbles first.
-NASCENT_D int nibble32(const uint8_t* qs, int j) {
-  return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
-}
-// Bit 4 of the 5-bit quant j of q5_0 / q5_1 (qh a little-endian u32).
-NASCENT_D int high_bit5(const uint8_t* qh, int j) {
-  return int((u32(qh) >> j) & 1) << 4;
-}
-
-// quant/blocks.h's kquant_scale_min and q3k_scale, on the device.
-NASCENT_D void scale_min_k4(const uint8_t* scales, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = scales[j] & 63;
-    *m = scales[j + 4] & 63;
-  } else {
-    *sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
-    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-NASCENT_D int scale_q3k(const uint8_t* scales, int j) {
-  const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
-  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return low | (high << 4);
-}
 
 #define NASCENT_AT(Block, field) (b + offsetof(Block, field))
 
@@ -166,24 +131,32 @@ NASCENT_D float decode(const uint8_t* b, int j) {
 
 #undef NASCENT_AT
 
-// y[r][c] (row stride k) = value c of weight row r (row stride ws bytes).
-template <QuantType T, int kBlockSize, int kBlockBytes>
+NASCENT_D void store(float* p, float v) {
+  *p = v;
+}
+NASCENT_D void store(__half* p, float v) {
+  *p = __float2half_rn(v);
+}
+
+// y[r][c] (row stride k) = value c of weight row r (row stride ws bytes),
+// as float or rounded to half.
+template <QuantType T, int kBlockSize, int kBlockBytes, class O>
 __global__ void dequantize_kernel(const uint8_t* w, int64_t ws, int64_t rows,
-                                  int64_t k, float* y) {
+                                  int64_t k, O* y) {
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const uint8_t* row = w + r * ws;
-    float* out = y + r * k;
+    O* out = y + r * k;
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < k;
          c += int64_t(gridDim.x) * blockDim.x) {
-      out[c] =
-          decode<T>(row + c / kBlockSize * kBlockBytes, int(c % kBlockSize));
+      store(out + c,
+            decode<T>(row + c / kBlockSize * kBlockBytes, int(c % kBlockSize)));
     }
   }
 }
 
-template <QuantType T, class Block>
+template <QuantType T, class Block, class O>
 void launch_blocks(Context& ctx, const uint8_t* w, int64_t ws, int64_t rows,
-                   int64_t k, float* y, int block_size) {
+                   int64_t k, O* y, int block_size) {
   constexpr int kThreads = 256;
   const dim3 grid(grid_for(k, kThreads, 64),
                   unsigned(std::min<int64_t>(rows, 65535)));
@@ -202,52 +175,225 @@ void launch_blocks(Context& ctx, const uint8_t* w, int64_t ws, int64_t rows,
 
 // Decodes `rows` weight rows of k values into y (row stride k), on the
 // stream.
+template <class O>
 void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
-                     int64_t rows, int64_t k, float* y) {
+                     int64_t rows, int64_t k, O* y) {
   if (rows == 0 || k == 0) return;
   const int bs = int(block_size(type));
   switch (type) {
     case QuantType::f32:
-      return launch_blocks<QuantType::f32, float>(ctx, w, ws, rows, k, y, bs);
-    case QuantType::f16:
-      return launch_blocks<QuantType::f16, uint16_t>(ctx, w, ws, rows, k, y,
+      return launch_blocks<QuantType::f32, float, O>(ctx, w, ws, rows, k, y,
                                                      bs);
+    case QuantType::f16:
+      return launch_blocks<QuantType::f16, uint16_t, O>(ctx, w, ws, rows, k, y,
+                                                        bs);
     case QuantType::bf16:
-      return launch_blocks<QuantType::bf16, uint16_t>(ctx, w, ws, rows, k, y,
-                                                      bs);
+      return launch_blocks<QuantType::bf16, uint16_t, O>(ctx, w, ws, rows, k, y,
+                                                         bs);
     case QuantType::q4_0:
-      return launch_blocks<QuantType::q4_0, quant::BlockQ4_0>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q4_0, quant::BlockQ4_0, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q4_1:
-      return launch_blocks<QuantType::q4_1, quant::BlockQ4_1>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q4_1, quant::BlockQ4_1, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q5_0:
-      return launch_blocks<QuantType::q5_0, quant::BlockQ5_0>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q5_0, quant::BlockQ5_0, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q5_1:
-      return launch_blocks<QuantType::q5_1, quant::BlockQ5_1>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q5_1, quant::BlockQ5_1, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q8_0:
-      return launch_blocks<QuantType::q8_0, quant::BlockQ8_0>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q8_0, quant::BlockQ8_0, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q2_k:
-      return launch_blocks<QuantType::q2_k, quant::BlockQ2_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q2_k, quant::BlockQ2_K, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q3_k:
-      return launch_blocks<QuantType::q3_k, quant::BlockQ3_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q3_k, quant::BlockQ3_K, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q4_k:
-      return launch_blocks<QuantType::q4_k, quant::BlockQ4_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q4_k, quant::BlockQ4_K, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q5_k:
-      return launch_blocks<QuantType::q5_k, quant::BlockQ5_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q5_k, quant::BlockQ5_K, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q6_k:
-      return launch_blocks<QuantType::q6_k, quant::BlockQ6_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q6_k, quant::BlockQ6_K, O>(
+          ctx, w, ws, rows, k, y, bs);
     case QuantType::q8_k:
-      return launch_blocks<QuantType::q8_k, quant::BlockQ8_K>(ctx, w, ws, rows,
-                                                              k, y, bs);
+      return launch_blocks<QuantType::q8_k, quant::BlockQ8_K, O>(
+          ctx, w, ws, rows, k, y, bs);
+  }
+}
+
+// Panel rows as f16 from pieces of 16 bytes (quant_pieces.cuh): a thread
+// decodes one piece and stores its values four at a time, instead of one
+// value a thread reading its block's scales again.
+template <QuantType T>
+__global__ void dequantize_pieces_kernel(const uint8_t* w, int64_t ws,
+                                         int64_t rows, int64_t k, __half* y) {
+  using R = pieces::Rows<T>;
+  const int64_t per_row = k / R::kValues, total = rows * per_row;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / per_row, g = e % per_row;
+    float v[4 * R::kX4];
+    R::values(R::load(w + r * ws, g), v);
+    __half* out = y + r * k;
+#pragma unroll
+    for (int i = 0; i < R::kX4; ++i) {
+      const __half2 lo = __floats2half2_rn(v[4 * i], v[4 * i + 1]);
+      const __half2 hi = __floats2half2_rn(v[4 * i + 2], v[4 * i + 3]);
+      uint2 bits;
+      bits.x = *reinterpret_cast<const uint32_t*>(&lo);
+      bits.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(out + R::x_col(g, i)) = bits;
+    }
+  }
+}
+
+// Decodes panel rows to f16 through the pieces where the type has them and
+// the rows are aligned for them, else value by value.
+void dequantize_rows_half(Context& ctx, QuantType type, const uint8_t* w,
+                          int64_t ws, int64_t rows, int64_t k, __half* y) {
+  const int64_t align = pieces::alignment(type);
+  const bool fast = align > 0 && block_size(type) > 1 &&
+                    k % pieces::values_per_piece(type) == 0 &&
+                    reinterpret_cast<uintptr_t>(w) % uintptr_t(align) == 0 &&
+                    ws % align == 0 && k % 4 == 0;
+  if (!fast || rows == 0) return dequantize_rows(ctx, type, w, ws, rows, k, y);
+  const int64_t items = rows * (k / pieces::values_per_piece(type));
+  const unsigned grid = grid_for(items, 256, 1 << 16);
+  switch (type) {
+    case QuantType::q8_0:
+      dequantize_pieces_kernel<QuantType::q8_0>
+          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
+      break;
+    case QuantType::q4_0:
+      dequantize_pieces_kernel<QuantType::q4_0>
+          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
+      break;
+    case QuantType::q4_k:
+      dequantize_pieces_kernel<QuantType::q4_k>
+          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
+      break;
+    default:
+      dequantize_pieces_kernel<QuantType::q6_k>
+          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
+      break;
+  }
+  check_launch("qmatmul");
+}
+
+// x's rows, each scaled by a power of two that brings its largest value
+// into [2^14, 2^15), as two f16 parts: hi = f16(x s) and lo = f16(x s -
+// hi), 22 bits of each value together. Rows [0, m) of xs hold hi, [m, 2m)
+// lo; inv[r] = 1 / s.
+__global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
+                                  __half* xs, float* inv) {
+  __shared__ float top[32];
+  const int64_t r = blockIdx.x;
+  const float* row = x + r * k;
+  float mx = 0.0f;
+  for (int64_t c = threadIdx.x; c < k; c += blockDim.x) {
+    mx = fmaxf(mx, fabsf(row[c]));
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+  }
+  if (threadIdx.x % 32 == 0) top[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = 0.0f;
+  for (unsigned i = 0; i < blockDim.x / 32; ++i) mx = fmaxf(mx, top[i]);
+  int e = 0;
+  frexpf(mx, &e);  // mx = f 2^e, f in [0.5, 1)
+  int shift = mx > 0.0f && isfinite(mx) ? 15 - e : 0;
+  shift = shift < -126 ? -126 : (shift > 126 ? 126 : shift);
+  const float scale = ldexpf(1.0f, shift);
+  for (int64_t c = threadIdx.x; c < k; c += blockDim.x) {
+    const float v = row[c] * scale;
+    const __half hi = __float2half_rn(v);
+    xs[r * k + c] = hi;
+    xs[(m + r) * k + c] = __float2half_rn(v - __half2float(hi));
+  }
+  if (threadIdx.x == 0) inv[r] = ldexpf(1.0f, -shift);
+}
+
+// y[r][c] = (hi product + lo product) / s_r for the panel's columns.
+__global__ void join_parts_kernel(const float* parts, const float* inv,
+                                  int64_t m, int64_t cols, float* y,
+                                  int64_t ldy) {
+  const int64_t total = m * cols;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / cols, c = e % cols;
+    y[r * ldy + c] = (parts[e] + parts[total + e]) * inv[r];
+  }
+}
+
+// The GEMM path in f16 on tensor cores: f16 weights and the block types,
+// whose decoded values f16 holds to within their quantization step (f32,
+// bf16 weights keep the f32 path).
+bool takes_half(QuantType type) {
+  return type == QuantType::f16 || block_size(type) > 1;
+}
+
+// x [m, k] split for half_product: the parts and the inverse scales in one
+// scratch buffer.
+struct Split {
+  Tensor buf;
+  int64_t m = 0, k = 0;
+  const __half* parts = nullptr;  // [2m, k]
+  const float* inv = nullptr;     // [m]
+};
+
+Split split_rows(Backend& backend, const Tensor& x) {
+  Split s;
+  s.m = x.shape(0);
+  s.k = x.shape(1);
+  s.buf = scratch(backend, {2 * s.m * s.k + 2 * s.m}, DType::f16);
+  auto* p = data_ptr<__half>(s.buf);
+  auto* inv = reinterpret_cast<float*>(p + 2 * s.m * s.k);
+  split_rows_kernel<<<unsigned(s.m), 256, 0, backend.context().stream>>>(
+      data_ptr<float>(x), s.m, s.k, p, inv);
+  check_launch("qmatmul");
+  s.parts = p;
+  s.inv = inv;
+  return s;
+}
+
+// out [m, n] = x @ W^T through f16 products of the split x with W as f16
+// (itself for f16 rows, decoded panels for the block types).
+void half_product(Backend& backend, const Split& x, QuantType type,
+                  const Tensor& w, Tensor& out) {
+  Context& ctx = backend.context();
+  const int64_t m = x.m, k = x.k, n = out.shape(1);
+  const auto* wp = reinterpret_cast<const uint8_t*>(byte_ptr(w));
+  const int64_t ws = w.strides()[0];
+  const MatrixRef a{x.parts, k, 1, 0};
+  const bool in_place = type == QuantType::f16 && ws % 2 == 0 &&
+                        reinterpret_cast<uintptr_t>(wp) % 2 == 0;
+  const int64_t panel_rows =
+      std::min(n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
+  Tensor panel =
+      in_place ? Tensor() : scratch(backend, {panel_rows, k}, DType::f16);
+  const Tensor parts = scratch(backend, {2 * m, panel_rows}, DType::f32);
+  float* pp = data_ptr<float>(parts);
+  float* y = data_ptr<float>(out);
+  for (int64_t p0 = 0; p0 < n; p0 += panel_rows) {
+    const int64_t rows = std::min(panel_rows, n - p0);
+    MatrixRef b;
+    if (in_place) {
+      b = {wp + p0 * ws, 1, ws / 2, 0};
+    } else {
+      auto* hp = data_ptr<__half>(panel);
+      dequantize_rows_half(ctx, type, wp + p0 * ws, ws, rows, k, hp);
+      b = {hp, 1, k, 0};
+    }
+    gemm(ctx, DType::f16, 1, 2 * m, rows, k, a, b, pp, rows, 0, 0.0, true);
+    join_parts_kernel<<<grid_for(m * rows, 256), 256, 0, ctx.stream>>>(
+        pp, x.inv, m, rows, y + p0, n);
+    check_launch("qmatmul");
   }
 }
 
@@ -274,7 +420,24 @@ void Backend::quant(QuantOp op, const Tensor* x,
   }
   DeviceGuard guard(ctx_->device);
   Context& ctx = *ctx_;
+  // A few rows of x: the mat-vec kernels read the blocks in place.
+  std::vector<MatVecArg> direct;
+  if (op == QuantOp::qmatmul) {
+    const float* xp = data_ptr<float>(*x);
+    const int64_t m = x->shape(0), k = x->shape(1);
+    for (const QuantArg& arg : args) {
+      if (matvec_takes(arg.type, *arg.w, m, k, xp)) {
+        direct.push_back({arg.type, arg.w, data_ptr<float>(*arg.out)});
+      }
+    }
+    if (!direct.empty()) matvec(ctx, xp, m, k, direct);
+  }
+  Split split;  // x as f16 parts, made once for the args that need it.
   for (const QuantArg& arg : args) {
+    if (std::any_of(direct.begin(), direct.end(),
+                    [&](const MatVecArg& d) { return d.w == arg.w; })) {
+      continue;
+    }
     const Tensor& w = *arg.w;
     Tensor& out = *arg.out;
     const QuantType type = arg.type;
@@ -289,6 +452,11 @@ void Backend::quant(QuantOp op, const Tensor* x,
 
     const int64_t m = x->shape(0), k = x->shape(1);
     if (m == 0 || n == 0) continue;
+    if (takes_half(type)) {
+      if (!split.buf.defined()) split = split_rows(*this, *x);
+      half_product(*this, split, type, w, out);
+      continue;
+    }
     const int64_t panel_rows = std::min(
         n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
     // One buffer for every panel: the stream orders each panel's decode

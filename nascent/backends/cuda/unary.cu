@@ -5,6 +5,8 @@
 // off, the conformance bounds are tighter). gelu, the one an element-wise
 // benchmark runs, is computed in float with the CPU's SIMD formula: double
 // erfc would make it compute-bound on the H200 (see bench/NOTES.md).
+// glu (swiglu, geglu) lives here too: its activation and product in one
+// pass.
 #include <cmath>
 
 #include "nascent/backends/cuda/elementwise.cuh"
@@ -339,7 +341,63 @@ bool unary_float(Context& ctx, UnaryOp op, const Tensor& x,
   return false;
 }
 
+// glu's act(gate) * up: the activation rounded to T, then the product
+// rounded, as the composed default's two ops round.
+template <class T, class Act>
+struct GluProduct {
+  Act act;
+  NASCENT_D T operator()(T gate, T up) const {
+    using C = compute_t<T>;
+    const T a = convert<T>(act(convert<C>(gate)));
+    return convert<T>(convert<C>(a) * convert<C>(up));
+  }
+};
+
+// glu over contiguous, aligned operands: one element a thread, since the
+// double activation is long and a decoding step's rows are short (the
+// flat map's few threads, each looping over many elements, wait on it).
+template <class T, class F>
+__global__ void glu_flat(const T* gate, const T* up, T* y, int64_t n, F f) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = f(gate[i], up[i]);
+}
+
+template <class T, class F>
+void run_glu(Context& ctx, const char* op, const Tensor& gate, const Tensor& up,
+             Tensor& out, F f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  if (gate.is_contiguous() && up.is_contiguous() && n <= (int64_t(1) << 30)) {
+    constexpr int kThreads = 128;
+    glu_flat<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0,
+               ctx.stream>>>(data_ptr<T>(gate), data_ptr<T>(up),
+                             data_ptr<T>(out), n, f);
+    check_launch(op);
+    return;
+  }
+  map2<T, T>(ctx, op, gate, up, out, f);
+}
+
 }  // namespace
+
+void Backend::glu(GluOp op, const Tensor& gate, const Tensor& up, Tensor& out) {
+  DeviceGuard guard(ctx_->device);
+  Context& ctx = *ctx_;
+  const bool done = dispatch(gate.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) {
+      if (op == GluOp::swiglu) {
+        run_glu<T>(ctx, "swiglu", gate, up, out, GluProduct<T, Silu>{});
+      } else {
+        run_glu<T>(ctx, "geglu", gate, up, out, GluProduct<T, GeluTanh>{});
+      }
+      return true;
+    } else {
+      return false;
+    }
+  });
+  if (!done) nascent::Backend::glu(op, gate, up, out);
+}
 
 void Backend::unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
                     Tensor& out) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cuda/backend.h"
@@ -47,8 +48,10 @@ class CrossCheckBackend final : public ForwardingBackend {
   void index(IndexOp op, const Tensor& x, int axis, const Tensor& index,
              const Tensor* src, Tensor& out) override;
   // dequantize, qembedding and quantize must match the CPU bit for bit; qmatmul
-  // is compared with the CPU's f32 product of the CPU-decoded weights (the
-  // CPU's own qmatmul rounds x to 8 bits, the GPU's does not).
+  // is compared with the CPU's f32 product of the CPU-decoded weights: float
+  // weights within a long sum's error, the block types within that of x
+  // rounded to 8 bits per block (the CPU's own qmatmul rounds x so; the
+  // GPU's f16 products of prompts round x and W less).
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
   // The GPU's fused update against the CPU's: f16 and bf16 against the CPU's
@@ -56,22 +59,16 @@ class CrossCheckBackend final : public ForwardingBackend {
   // once; the CPU's own half update rounds after every composed op).
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
-  // The GPU runs these through core's composed defaults: so does this
-  // backend, and each op they are built from is compared.
+  // The transformer ops: the GPU's kernels (or its composed defaults, for
+  // the dtypes they lack) against the CPU's.
   void rope(const Tensor& x, const Tensor& positions,
             const Tensor* freq_factors, const RopeParams& p,
-            Tensor& out) override {
-    nascent::Backend::rope(x, positions, freq_factors, p, out);
-  }
+            Tensor& out) override;
   void attention(const Tensor& q, const Tensor& k, const Tensor& v,
                  const Tensor* mask, const AttentionParams& p,
-                 Tensor& out) override {
-    nascent::Backend::attention(q, k, v, mask, p, out);
-  }
+                 Tensor& out) override;
   void glu(GluOp op, const Tensor& gate, const Tensor& up,
-           Tensor& out) override {
-    nascent::Backend::glu(op, gate, up, out);
-  }
+           Tensor& out) override;
 
  private:
   // How closely the GPU must follow the CPU: bit for bit (selections,
@@ -83,8 +80,9 @@ class CrossCheckBackend final : public ForwardingBackend {
   Tensor shadow(const Tensor& t);
   // The same view bound to the GPU backend (reads must not come back here).
   Tensor on_gpu(const Tensor& t);
+  // extra: a bound per element added to the tolerance's.
   void compare(const char* op, const Tensor& gpu, const Tensor& cpu,
-               Tolerance tol);
+               Tolerance tol, const std::vector<double>* extra = nullptr);
 
   cuda::Backend& gpu_;
   cpu::Backend& cpu_;

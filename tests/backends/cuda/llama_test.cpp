@@ -1,8 +1,9 @@
-// The LLaMA model on the CUDA backend, through its own ops and core's
-// composed defaults (rope, attention, swiglu, qembedding), against the
-// same model on the CPU: the peer test's random models (GQA with odd sizes,
-// MQA with tied output and a large RoPE base, whole k-quant rows) in f32,
-// f16, q8_0, q4_0 and q4_K, plus qwen2 (biases, NEOX), batched prompts
+// The LLaMA model on the CUDA backend, through its own kernels (qmatmul's
+// mat-vec and f16 paths, rope, attention, swiglu) and core's composed
+// qembedding, against the same model on the CPU: the peer test's random
+// models (GQA with odd sizes, MQA with tied output and a large RoPE base,
+// whole k-quant rows) in f32, f16, q8_0, q4_0 and q4_K, plus qwen2
+// (biases, NEOX), batched prompts
 // across the 512-token batch limit and a rewound cache: all-position logits
 // and greedy tokens (compare_on_gpu says how closely).
 // Skips, saying why, without a GPU.
