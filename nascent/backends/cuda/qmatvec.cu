@@ -27,7 +27,7 @@ namespace {
 
 using namespace pieces;
 
-constexpr int kWarps = 4;  // Warps (output columns) per block.
+constexpr int kWarps = 4;  // Warps per block.
 constexpr int kMaxWeights = 4;
 
 struct Weight {
