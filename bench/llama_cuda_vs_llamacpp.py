@@ -23,8 +23,8 @@ import statistics
 import subprocess
 import sys
 
-SHAPE = ["--dim", "2048", "--layers", "22", "--heads", "32", "--kv-heads",
-         "4", "--ffn", "5632", "--ctx", "2048", "--seed", "1"]
+from llama_vs_llamacpp import SHAPE  # The CPU comparison's model.
+
 # Issue 24's targets, as nascent / llama.cpp.
 TARGETS = {"pp": 1.0, "tg": 2.0}
 FILES = {"F16": "f16", "Q8_0": "q8_0", "Q4_K_M": "q4_k_m"}

@@ -52,24 +52,18 @@ void expect_qmatmul(const std::vector<double>& got, const HostTensor& xh,
                     const std::vector<float>& values, QuantType type, int64_t m,
                     int64_t n, int64_t k, const std::string& what) {
   const bool quantized_x = activation_quantized(type);
-  const int64_t xblock = block_size(type) == 256 ? 256 : 32;
   for (int64_t i = 0; i < m; ++i) {
+    const double* x = xh.v.data() + i * k;
     for (int64_t j = 0; j < n; ++j) {
-      double want = 0, magnitude = 0, x_error = 0;
-      for (int64_t b = 0; b < k; b += xblock) {
-        double amax = 0, wsum = 0;
-        for (int64_t p = b; p < std::min(k, b + xblock); ++p) {
-          const double wv = values[size_t(j * k + p)];
-          const double xv = xh.v[size_t(i * k + p)];
-          want += wv * xv;
-          magnitude += std::fabs(wv * xv);
-          amax = std::max(amax, std::fabs(xv));
-          wsum += std::fabs(wv);
-        }
-        x_error += wsum * amax / 127 / 2;
+      const float* w = values.data() + j * k;
+      double want = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        want += double(w[p]) * x[p];
+        magnitude += std::fabs(double(w[p]) * x[p]);
       }
       const double bound =
-          (quantized_x ? 1.001 * x_error : 0.0) + 1e-5 * magnitude + 1e-6;
+          (quantized_x ? 1.001 * quantized_x_error(x, w, k, type) : 0.0) +
+          1e-5 * magnitude + 1e-6;
       ASSERT_NEAR(got[size_t(i * n + j)], want, bound)
           << what << " [" << i << ", " << j << "]";
     }

@@ -1,5 +1,6 @@
 #include "conformance/reference.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -175,6 +176,21 @@ void expect_rounded(const Tensor& got, const HostTensor& want,
     ADD_FAILURE() << label << ": " << failures << " of " << g.size()
                   << " elements are not rounded to nearest";
   }
+}
+
+double quantized_x_error(const double* x, const float* w, int64_t k,
+                         QuantType type) {
+  const int64_t block = block_size(type) == 256 ? 256 : 32;
+  double error = 0;
+  for (int64_t b = 0; b < k; b += block) {
+    double amax = 0, wsum = 0;
+    for (int64_t p = b; p < std::min(k, b + block); ++p) {
+      amax = std::max(amax, std::fabs(x[p]));
+      wsum += std::fabs(double(w[p]));
+    }
+    error += wsum * amax / 127 / 2;
+  }
+  return error;
 }
 
 }  // namespace nascent::conformance

@@ -61,4 +61,12 @@ void expect_close(const Tensor& got, const HostTensor& want,
 void expect_rounded(const Tensor& got, const HostTensor& want,
                     const std::string& label, double f32_error = 0.0);
 
+// The most that rounding x to 8 bits per block (32 values, or 256 for the
+// 256-value k-quants, as the CPU's qmatmul does for weights of a block
+// type) moves the dot product of x [k] with a decoded weight row w [k]:
+// half a step of each block's scale (amax / 127) times the block's sum of
+// |w|.
+double quantized_x_error(const double* x, const float* w, int64_t k,
+                         QuantType type);
+
 }  // namespace nascent::conformance

@@ -265,12 +265,12 @@ void Backend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
   }
   const bool wide = std::max(d, dv) > 64;
   const int64_t kd = wide ? 128 : 64;
-  auto rows_of = [&](const Tensor& t) {
+  auto vector_rows = [&](const Tensor& t) {
     return t.strides()[3] == 1 && t.strides()[2] % 4 == 0 &&
            t.strides()[1] % 4 == 0 && t.strides()[0] % 4 == 0 &&
            aligned16(data_ptr<float>(t));
   };
-  a.vec = d == kd && dv == kd && rows_of(k) && rows_of(v);
+  a.vec = d == kd && dv == kd && vector_rows(k) && vector_rows(v);
   if (rows == 4) {
     wide ? launch<4, 128>(ctx, a) : launch<4, 64>(ctx, a);
   } else {

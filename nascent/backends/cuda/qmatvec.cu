@@ -113,71 +113,25 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(Job job) {
   }
 }
 
-template <QuantType T>
+// Launches the kernel for m x rows, m in [1, M].
+template <QuantType T, int M>
 void launch(Context& ctx, const Job& job, int64_t m) {
+  if constexpr (M > 1) {
+    if (m < M) return launch<T, M - 1>(ctx, job, m);
+  }
   const int64_t per_block = kWarps * kRowsPerWarp;
   const unsigned grid =
       unsigned((job.first[job.count] + per_block - 1) / per_block);
-  const dim3 threads(kWarps * 32);
-  switch (m) {
-    case 1:
-      matvec_kernel<T, 1><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 2:
-      matvec_kernel<T, 2><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 3:
-      matvec_kernel<T, 3><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 4:
-      matvec_kernel<T, 4><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 5:
-      matvec_kernel<T, 5><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 6:
-      matvec_kernel<T, 6><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    case 7:
-      matvec_kernel<T, 7><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-    default:
-      matvec_kernel<T, 8><<<grid, threads, 0, ctx.stream>>>(job);
-      break;
-  }
+  matvec_kernel<T, M><<<grid, kWarps * 32, 0, ctx.stream>>>(job);
   check_launch("qmatmul");
-}
-
-void launch_type(Context& ctx, QuantType type, const Job& job, int64_t m) {
-  switch (type) {
-    case QuantType::f32:
-      return launch<QuantType::f32>(ctx, job, m);
-    case QuantType::f16:
-      return launch<QuantType::f16>(ctx, job, m);
-    case QuantType::bf16:
-      return launch<QuantType::bf16>(ctx, job, m);
-    case QuantType::q8_0:
-      return launch<QuantType::q8_0>(ctx, job, m);
-    case QuantType::q4_0:
-      return launch<QuantType::q4_0>(ctx, job, m);
-    case QuantType::q4_k:
-      return launch<QuantType::q4_k>(ctx, job, m);
-    case QuantType::q6_k:
-      return launch<QuantType::q6_k>(ctx, job, m);
-    default:
-      break;
-  }
 }
 
 }  // namespace
 
 bool matvec_takes(QuantType type, const Tensor& w, int64_t m, int64_t k,
                   const float* x) {
-  const int64_t align = pieces::alignment(type);
-  if (align == 0 || m < 1 || m > kMatVecMaxRows) return false;
-  if (k % pieces::values_per_piece(type) != 0 || !aligned16(x)) return false;
-  const auto base = reinterpret_cast<uintptr_t>(byte_ptr(w));
-  return base % uintptr_t(align) == 0 && w.strides()[0] % align == 0;
+  return m >= 1 && m <= kMatVecMaxRows && aligned16(x) &&
+         pieces::reads(type, byte_ptr(w), w.strides()[0], k);
 }
 
 void matvec(Context& ctx, const float* x, int64_t m, int64_t k,
@@ -198,7 +152,10 @@ void matvec(Context& ctx, const float* x, int64_t m, int64_t k,
       job.first[job.count + 1] = job.first[job.count] + w.shape(0);
       ++job.count;
     }
-    if (job.first[job.count] > 0) launch_type(ctx, args[i].type, job, m);
+    if (job.first[job.count] == 0) continue;
+    pieces::with_rows(args[i].type, [&](auto t) {
+      launch<decltype(t)::value, int(kMatVecMaxRows)>(ctx, job, m);
+    });
   }
 }
 

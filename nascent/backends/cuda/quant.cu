@@ -256,33 +256,21 @@ __global__ void dequantize_pieces_kernel(const uint8_t* w, int64_t ws,
 // the rows are aligned for them, else value by value.
 void dequantize_rows_half(Context& ctx, QuantType type, const uint8_t* w,
                           int64_t ws, int64_t rows, int64_t k, __half* y) {
-  const int64_t align = pieces::alignment(type);
-  const bool fast = align > 0 && block_size(type) > 1 &&
-                    k % pieces::values_per_piece(type) == 0 &&
-                    reinterpret_cast<uintptr_t>(w) % uintptr_t(align) == 0 &&
-                    ws % align == 0 && k % 4 == 0;
-  if (!fast || rows == 0) return dequantize_rows(ctx, type, w, ws, rows, k, y);
-  const int64_t items = rows * (k / pieces::values_per_piece(type));
-  const unsigned grid = grid_for(items, 256, 1 << 16);
-  switch (type) {
-    case QuantType::q8_0:
-      dequantize_pieces_kernel<QuantType::q8_0>
-          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
-      break;
-    case QuantType::q4_0:
-      dequantize_pieces_kernel<QuantType::q4_0>
-          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
-      break;
-    case QuantType::q4_k:
-      dequantize_pieces_kernel<QuantType::q4_k>
-          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
-      break;
-    default:
-      dequantize_pieces_kernel<QuantType::q6_k>
-          <<<grid, 256, 0, ctx.stream>>>(w, ws, rows, k, y);
-      break;
+  bool done = false;
+  if (rows > 0 && pieces::reads(type, w, ws, k)) {
+    pieces::with_rows(type, [&](auto t) {
+      constexpr QuantType T = decltype(t)::value;
+      if constexpr (pieces::kBlocks<T>) {
+        const int64_t items = rows * (k / pieces::Rows<T>::kValues);
+        dequantize_pieces_kernel<T>
+            <<<grid_for(items, 256, 1 << 16), 256, 0, ctx.stream>>>(w, ws, rows,
+                                                                    k, y);
+        check_launch("qmatmul");
+        done = true;
+      }
+    });
   }
-  check_launch("qmatmul");
+  if (!done) dequantize_rows(ctx, type, w, ws, rows, k, y);
 }
 
 // x's rows, each scaled by a power of two that brings its largest value
@@ -422,22 +410,23 @@ void Backend::quant(QuantOp op, const Tensor* x,
   Context& ctx = *ctx_;
   // A few rows of x: the mat-vec kernels read the blocks in place.
   std::vector<MatVecArg> direct;
+  std::vector<bool> taken(args.size(), false);
   if (op == QuantOp::qmatmul) {
     const float* xp = data_ptr<float>(*x);
     const int64_t m = x->shape(0), k = x->shape(1);
-    for (const QuantArg& arg : args) {
-      if (matvec_takes(arg.type, *arg.w, m, k, xp)) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const QuantArg& arg = args[i];
+      taken[i] = matvec_takes(arg.type, *arg.w, m, k, xp);
+      if (taken[i]) {
         direct.push_back({arg.type, arg.w, data_ptr<float>(*arg.out)});
       }
     }
     if (!direct.empty()) matvec(ctx, xp, m, k, direct);
   }
   Split split;  // x as f16 parts, made once for the args that need it.
-  for (const QuantArg& arg : args) {
-    if (std::any_of(direct.begin(), direct.end(),
-                    [&](const MatVecArg& d) { return d.w == arg.w; })) {
-      continue;
-    }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (taken[i]) continue;
+    const QuantArg& arg = args[i];
     const Tensor& w = *arg.w;
     Tensor& out = *arg.out;
     const QuantType type = arg.type;

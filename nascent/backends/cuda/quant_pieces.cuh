@@ -2,11 +2,12 @@
 // and the scales they need, loaded by one thread, then either multiplied
 // with x (the mat-vec kernels, qmatvec.cu) or decoded to values (the f16
 // panels of prompts, quant.cu). Rows<T> for f32, f16, bf16, q8_0, q4_0,
-// q4_K and q6_K; alignment() says which rows they may read.
+// q4_K and q6_K; reads() says which rows they may read.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "nascent/backends/cuda/quant_blocks.cuh"
 #include "nascent/core/quant.h"
@@ -55,7 +56,7 @@ struct Rows;
 
 template <>
 struct Rows<QuantType::f32> {
-  static constexpr int kValues = 4, kX4 = 1;
+  static constexpr int kValues = 4, kX4 = 1, kAlign = 16;
   struct Piece {
     float4 w;
   };
@@ -72,7 +73,7 @@ struct Rows<QuantType::f32> {
 // f16 and bf16: eight values (16 bytes) a piece.
 template <QuantType T>
 struct HalfRows {
-  static constexpr int kValues = 8, kX4 = 2;
+  static constexpr int kValues = 8, kX4 = 2, kAlign = 16;
   struct Piece {
     uint4 w;
   };
@@ -115,7 +116,7 @@ NASCENT_D uint4 load16_even(const uint8_t* p) {
 // q8_0: half a block (16 levels) a piece.
 template <>
 struct Rows<QuantType::q8_0> {
-  static constexpr int kValues = 16, kX4 = 4;
+  static constexpr int kValues = 16, kX4 = 4, kAlign = 2;
   struct Piece {
     uint4 q;
     float d;
@@ -149,7 +150,7 @@ struct Rows<QuantType::q8_0> {
 // q4_0: a block a piece: nibbles of qs, values 0..15 low, 16..31 high.
 template <>
 struct Rows<QuantType::q4_0> {
-  static constexpr int kValues = 32, kX4 = 8;
+  static constexpr int kValues = 32, kX4 = 8, kAlign = 2;
   struct Piece {
     uint4 q;
     float d;
@@ -186,7 +187,7 @@ struct Rows<QuantType::q4_0> {
 // p / 2.
 template <>
 struct Rows<QuantType::q4_k> {
-  static constexpr int kValues = 32, kX4 = 8;
+  static constexpr int kValues = 32, kX4 = 8, kAlign = 16;
   using Block = quant::BlockQ4_K;
   struct Piece {
     uint4 q;
@@ -241,7 +242,7 @@ struct Rows<QuantType::q4_k> {
 // h = p / 2 for each of the four 32-value runs k: value 128 h + 32 k + l.
 template <>
 struct Rows<QuantType::q6_k> {
-  static constexpr int kValues = 64, kX4 = 16;
+  static constexpr int kValues = 64, kX4 = 16, kAlign = 2;
   using Block = quant::BlockQ6_K;
   struct Piece {
     uint4 a, c, qh;
@@ -310,37 +311,46 @@ struct Rows<QuantType::q6_k> {
   }
 };
 
-// The alignment (bytes) Rows<type> needs of every row's start, 0 when there
-// is no Rows<type>; values_per_piece, the K a row must be a multiple of.
-inline int64_t alignment(QuantType type) {
+// Whether Rows<T> holds GGML blocks (and has values()), not floats.
+template <QuantType T>
+inline constexpr bool kBlocks =
+    T != QuantType::f32&& T != QuantType::f16&& T != QuantType::bf16;
+
+// Calls fn(std::integral_constant<QuantType, T>{}) for the types with a
+// Rows<T> and returns true; false for the others.
+template <class Fn>
+bool with_rows(QuantType type, Fn&& fn) {
   switch (type) {
     case QuantType::f32:
+      return fn(std::integral_constant<QuantType, QuantType::f32>{}), true;
     case QuantType::f16:
+      return fn(std::integral_constant<QuantType, QuantType::f16>{}), true;
     case QuantType::bf16:
-    case QuantType::q4_k:
-      return 16;
+      return fn(std::integral_constant<QuantType, QuantType::bf16>{}), true;
     case QuantType::q8_0:
+      return fn(std::integral_constant<QuantType, QuantType::q8_0>{}), true;
     case QuantType::q4_0:
+      return fn(std::integral_constant<QuantType, QuantType::q4_0>{}), true;
+    case QuantType::q4_k:
+      return fn(std::integral_constant<QuantType, QuantType::q4_k>{}), true;
     case QuantType::q6_k:
-      return 2;
+      return fn(std::integral_constant<QuantType, QuantType::q6_k>{}), true;
     default:
-      return 0;
+      return false;
   }
 }
-inline int64_t values_per_piece(QuantType type) {
-  switch (type) {
-    case QuantType::f32:
-      return Rows<QuantType::f32>::kValues;
-    case QuantType::f16:
-    case QuantType::bf16:
-      return HalfRows<QuantType::f16>::kValues;
-    case QuantType::q8_0:
-      return Rows<QuantType::q8_0>::kValues;
-    case QuantType::q6_k:
-      return Rows<QuantType::q6_k>::kValues;
-    default:
-      return 32;  // q4_0, q4_K
-  }
+
+// Whether Rows<type> may read rows of k values starting at w, ws bytes
+// apart: the type has pieces, k is whole pieces, and every row start is
+// aligned for the pieces' loads.
+inline bool reads(QuantType type, const void* w, int64_t ws, int64_t k) {
+  bool ok = false;
+  with_rows(type, [&](auto t) {
+    using R = Rows<decltype(t)::value>;
+    ok = k % R::kValues == 0 && ws % R::kAlign == 0 &&
+         reinterpret_cast<uintptr_t>(w) % R::kAlign == 0;
+  });
+  return ok;
 }
 
 }  // namespace nascent::cuda::pieces

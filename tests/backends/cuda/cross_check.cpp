@@ -263,22 +263,15 @@ void CrossCheckBackend::quant(QuantOp op, const Tensor* x,
     // The block types: within the error of x rounded to 8 bits per block,
     // which the contract allows (the CPU's own qmatmul rounds x so); the
     // GPU's f16 products of prompts round far less.
-    const std::vector<float> xv = cx.to_vector<float>();
+    const std::vector<double> xv = cx.to_vector<double>();
     const std::vector<float> wv = wf.to_vector<float>();
-    const int64_t m = x->shape(0), block = block_size(a.type) == 256 ? 256 : 32;
+    const int64_t m = x->shape(0);
     std::vector<double> bound(size_t(m * n));
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        double e = 0;
-        for (int64_t b0 = 0; b0 < k; b0 += block) {
-          double amax = 0, wsum = 0;
-          for (int64_t p = b0; p < std::min(k, b0 + block); ++p) {
-            amax = std::max(amax, std::fabs(double(xv[size_t(i * k + p)])));
-            wsum += std::fabs(double(wv[size_t(j * k + p)]));
-          }
-          e += wsum * amax / 127 / 2;
-        }
-        bound[size_t(i * n + j)] = 1.001 * e;
+        bound[size_t(i * n + j)] =
+            1.001 * conformance::quantized_x_error(
+                        xv.data() + i * k, wv.data() + j * k, k, a.type);
       }
     }
     compare(nascent::name(op), *a.out, co, Tolerance::sums, &bound);
