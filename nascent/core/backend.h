@@ -226,6 +226,12 @@ class Backend {
   // and says what it lacks.
   virtual void quant(QuantOp op, const Tensor* x,
                      std::span<const QuantArg> args);
+  // The rows of x a caller free to split them (a model's FFN over a long
+  // prompt) should give one qmatmul of weights of `type`; 0: all of them.
+  // More rows spread the work each weight costs per call (the CPU decodes
+  // and packs its panels once a call) but grow the intermediates. The
+  // default is 0, which a GPU with memory to spare wants.
+  virtual int64_t qmatmul_block_rows(QuantType type) const;
   // One optimizer step written in place into param and the state (a
   // parameter update reads each array once instead of once per element-wise
   // op). param, grad and the state share shape and floating dtype; param

@@ -207,6 +207,10 @@ void ForwardingBackend::quant(QuantOp op, const Tensor* x,
   after(o, written);
 }
 
+int64_t ForwardingBackend::qmatmul_block_rows(QuantType type) const {
+  return inner_.qmatmul_block_rows(type);
+}
+
 void ForwardingBackend::optim(OptimOp op, const OptimParams& p, Tensor& param,
                               const Tensor& grad, Tensor* state0,
                               Tensor* state1) {

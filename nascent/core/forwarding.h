@@ -66,6 +66,7 @@ class ForwardingBackend : public Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
+  int64_t qmatmul_block_rows(QuantType type) const override;
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
   void rope(const Tensor& x, const Tensor& positions,

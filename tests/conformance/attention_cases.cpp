@@ -210,6 +210,11 @@ const std::vector<AttentionCase>& attention_cases() {
       {1, 4, 2, 6, 40, 24, 24, true, 0.0, M::boolean, {1, 1, 1, 40}},
       // A prompt: 130 queries = 3 blocks of 64 (the last of 2), packed path.
       {1, 4, 2, 130, 130, 64, 64, true},
+      // Prompts of 64 queries and more (a GPU's GEMM path): GQA after 28
+      // cached tokens with D != Dv and batches; not causal, more queries
+      // than keys, MQA.
+      {2, 8, 2, 72, 100, 40, 24, true, 0.5},
+      {1, 3, 1, 64, 50, 33, 17, false},
       // A chunked prefill: 20 queries after 130 cached, additive [Lq, Lk].
       {1, 2, 2, 20, 150, 40, 40, true, 0.0, M::additive, {20, 150}},
       // Masks that broadcast over batch, heads or queries; full masks.
@@ -223,6 +228,9 @@ const std::vector<AttentionCase>& attention_cases() {
       // it holds at once are bounded, here to 32 queries of 8 heads), each
       // with its causal offset and its rows of the mask.
       {1, 8, 2, 40, 16384, 4, 4, true, 0.0, M::additive, {40, 16384}},
+      // A prompt over a cache long enough that the GPU's scores (2^24
+      // floats at most) take its queries in two chunks.
+      {1, 8, 2, 96, 36000, 4, 4, true},
   };
   return cases;
 }

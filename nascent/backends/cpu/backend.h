@@ -117,6 +117,7 @@ class Backend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
+  int64_t qmatmul_block_rows(QuantType type) const override;
   void optim(OptimOp op, const OptimParams& p, Tensor& param,
              const Tensor& grad, Tensor* state0, Tensor* state1) override;
   // rope.cpp, attention.cpp, glu.cpp: f32 kernels (the composed defaults

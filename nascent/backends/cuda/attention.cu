@@ -14,10 +14,19 @@
 // keys are then split into ranges (split-K, as FlashDecoding), each block
 // writes its unnormalised output, maximum and sum, and a second kernel
 // combines the ranges.
+//
+// Prompts (at least kGemmRows query rows) take cuBLAS's f32 GEMMs instead,
+// which keep far more of the GPU's FMA units busy than the kernel above
+// does from shared memory: the queries, copied head by head, times the keys
+// of their head in one batched product over the key heads, a causal
+// softmax kernel over the scores, and the probabilities times the values.
+// The scores of a chunk of queries stay under kScoreFloats.
 #include <algorithm>
 #include <cmath>
 
 #include "nascent/backends/cuda/device.cuh"
+#include "nascent/backends/cuda/gemm.h"
+#include "nascent/core/ops.h"
 
 namespace nascent::cuda {
 
@@ -25,6 +34,8 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kTile = 32;  // Keys a tile.
+constexpr int64_t kGemmRows = 64;
+constexpr int64_t kScoreFloats = int64_t(1) << 24;
 
 struct View {
   const float* p = nullptr;
@@ -197,6 +208,36 @@ __global__ void combine_kernel(AttnArgs a) {
   }
 }
 
+// Scores [rows, n] of the queries i0 + r % chunk (r a row) over the keys
+// [0, n) become probabilities in place: key j counts when j < n, and under
+// causal also j <= offset + i (offset = lk - lq >= 0, so every row has a
+// key); the others become 0. A warp a row.
+__global__ void softmax_rows_kernel(float* s, int64_t rows, int64_t n,
+                                    int64_t chunk, int64_t i0, int64_t offset,
+                                    bool causal, float scale) {
+  const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = int(threadIdx.x % 32);
+  if (r >= rows) return;
+  float* row = s + r * n;
+  int64_t valid = n;
+  if (causal) {
+    const int64_t limit = offset + i0 + r % chunk + 1;
+    valid = limit < n ? limit : n;
+  }
+  float m = -INFINITY;
+  for (int64_t j = lane; j < valid; j += 32) m = fmaxf(m, row[j] * scale);
+  m = warp_max(m);
+  float l = 0.0f;
+  for (int64_t j = lane; j < valid; j += 32) {
+    const float e = expf(row[j] * scale - m);
+    row[j] = e;
+    l += e;
+  }
+  const float inv = 1.0f / warp_sum(l);
+  for (int64_t j = lane; j < n; j += 32)
+    row[j] = j < valid ? row[j] * inv : 0.0f;
+}
+
 View view_of(const Tensor& t) {
   View v;
   v.p = data_ptr<float>(t);
@@ -210,6 +251,51 @@ void launch(Context& ctx, const AttnArgs& a) {
                   unsigned(a.batch * a.splits));
   attention_kernel<kRows, kD><<<grid, kThreads, 0, ctx.stream>>>(a);
   check_launch("attention");
+}
+
+// The prompt path: per batch and chunk of queries, S = Q K^T over the
+// chunk's keys (under causal, those its last row sees), softmax, O = P V.
+// Q is copied head-major ([hq, chunk, d] contiguous), so the query rows of
+// one key head follow each other with one stride and a single batched GEMM
+// covers every head; O comes out the same way into a scratch and is copied
+// into out's rows.
+void attention_by_gemms(Backend& backend, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const AttentionParams& p,
+                        Tensor& out) {
+  Context& ctx = backend.context();
+  const int64_t batch = q.shape(0), hq = q.shape(1), lq = q.shape(2);
+  const int64_t hk = k.shape(1), lk = k.shape(2);
+  const int64_t d = q.shape(3), dv = v.shape(3), group = hq / hk;
+  const int64_t offset = lk - lq;
+  const int64_t chunk =
+      std::min(lq, std::max<int64_t>(kGemmRows, kScoreFloats / (hq * lk)));
+  const Tensor scores = scratch(backend, {hq * chunk * lk}, DType::f32);
+  float* sp = data_ptr<float>(scores);
+  for (int64_t b = 0; b < batch; ++b) {
+    const Tensor kb = k.narrow(0, b, 1), vb = v.narrow(0, b, 1);
+    for (int64_t i0 = 0; i0 < lq; i0 += chunk) {
+      const int64_t mc = std::min(chunk, lq - i0);
+      const int64_t n = p.causal ? std::min(lk, offset + i0 + mc) : lk;
+      const Tensor qc = q.narrow(0, b, 1).narrow(2, i0, mc).contiguous();
+      const MatrixRef qa{data_ptr<float>(qc), d, 1, group * mc * d};
+      const MatrixRef kt{data_ptr<float>(kb), kb.strides()[3], kb.strides()[2],
+                         kb.strides()[1]};
+      gemm(ctx, DType::f32, hk, group * mc, n, d, qa, kt, sp, n,
+           group * mc * n);
+      const int64_t rows = hq * mc;
+      softmax_rows_kernel<<<unsigned((rows + 7) / 8), 256, 0, ctx.stream>>>(
+          sp, rows, n, mc, i0, offset, p.causal, float(p.scale));
+      check_launch("attention");
+      const Tensor oc = scratch(backend, {1, hq, mc, dv}, DType::f32);
+      const MatrixRef pa{sp, n, 1, group * mc * n};
+      const MatrixRef vm{data_ptr<float>(vb), vb.strides()[2], vb.strides()[3],
+                         vb.strides()[1]};
+      gemm(ctx, DType::f32, hk, group * mc, dv, n, pa, vm, data_ptr<float>(oc),
+           dv, group * mc * dv);
+      Tensor dst = out.narrow(0, b, 1).narrow(2, i0, mc);
+      backend.copy(oc, dst);
+    }
+  }
 }
 
 }  // namespace
@@ -227,6 +313,16 @@ void Backend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
   }
   if (out.numel() == 0) return;
   DeviceGuard guard(ctx_->device);
+  // The GEMMs need a BLAS layout of the keys' and values' rows, and every
+  // causal row some key.
+  auto blas_rows = [](const Tensor& t) {
+    return t.strides()[3] == 1 &&
+           (t.shape(2) == 1 || t.strides()[2] >= t.shape(3));
+  };
+  if (lq >= kGemmRows && lk >= 1 && (!p.causal || lk >= lq) && blas_rows(k) &&
+      blas_rows(v)) {
+    return attention_by_gemms(*this, q, k, v, p, out);
+  }
   Context& ctx = *ctx_;
   AttnArgs a;
   a.q = view_of(q);

@@ -11,10 +11,12 @@
 // qmatmul with at most kMatVecMaxRows rows of x (decoding) goes to the
 // mat-vec kernels (qmatvec.cu), which read the blocks in place. Larger x
 // (prompts) multiplies on tensor cores in f16 for f16 weights and the block
-// types: each row of x, scaled by a power of two, is split into two f16
-// parts (hi, and the rest: 22 bits of each value), W is f16 (f16 rows in
+// types. Each row of x is scaled by a power of two into f16's range; for f16
+// weights it is split into two f16 parts (hi, and the rest: 22 bits of each
+// value, as the CPU's f32 products keep), for the block types one part is
+// enough (11 bits, where the CPU rounds x to 8). W is f16 (f16 rows in
 // place, the block types decoded into f16 panels, within 2^-11 of their
-// values), and one GEMM with f32 sums multiplies both parts, which a small
+// values), and one GEMM with f32 sums multiplies the parts, which a small
 // kernel adds and unscales. f32 and bf16 weights decode panels of rows into
 // an f32 scratch buffer (a panel is at most kPanelFloats values, so a
 // large vocabulary matrix never needs its full copy) and multiply through
@@ -274,11 +276,11 @@ void dequantize_rows_half(Context& ctx, QuantType type, const uint8_t* w,
 }
 
 // x's rows, each scaled by a power of two that brings its largest value
-// into [2^14, 2^15), as two f16 parts: hi = f16(x s) and lo = f16(x s -
-// hi), 22 bits of each value together. Rows [0, m) of xs hold hi, [m, 2m)
-// lo; inv[r] = 1 / s.
+// into [2^14, 2^15), as f16 parts: hi = f16(x s) and, with two parts, lo =
+// f16(x s - hi), 22 bits of each value together. Rows [0, m) of xs hold
+// hi, [m, 2m) lo; inv[r] = 1 / s.
 __global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
-                                  __half* xs, float* inv) {
+                                  int parts, __half* xs, float* inv) {
   __shared__ float top[32];
   const int64_t r = blockIdx.x;
   const float* row = x + r * k;
@@ -302,20 +304,21 @@ __global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
     const float v = row[c] * scale;
     const __half hi = __float2half_rn(v);
     xs[r * k + c] = hi;
-    xs[(m + r) * k + c] = __float2half_rn(v - __half2float(hi));
+    if (parts == 2) xs[(m + r) * k + c] = __float2half_rn(v - __half2float(hi));
   }
   if (threadIdx.x == 0) inv[r] = ldexpf(1.0f, -shift);
 }
 
-// y[r][c] = (hi product + lo product) / s_r for the panel's columns.
-__global__ void join_parts_kernel(const float* parts, const float* inv,
-                                  int64_t m, int64_t cols, float* y,
-                                  int64_t ldy) {
+// y[r][c] = (hi product [+ lo product]) / s_r for the panel's columns.
+__global__ void join_parts_kernel(const float* parts, int nparts,
+                                  const float* inv, int64_t m, int64_t cols,
+                                  float* y, int64_t ldy) {
   const int64_t total = m * cols;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / cols, c = e % cols;
-    y[r * ldy + c] = (parts[e] + parts[total + e]) * inv[r];
+    const float sum = nparts == 2 ? parts[e] + parts[total + e] : parts[e];
+    y[r * ldy + c] = sum * inv[r];
   }
 }
 
@@ -326,24 +329,34 @@ bool takes_half(QuantType type) {
   return type == QuantType::f16 || block_size(type) > 1;
 }
 
+// The f16 parts of x that weights of `type` multiply: two for f16 weights,
+// whose CPU products keep x's f32 bits, one for the block types.
+int parts_for(QuantType type) {
+  return type == QuantType::f16 ? 2 : 1;
+}
+
 // x [m, k] split for half_product: the parts and the inverse scales in one
 // scratch buffer.
 struct Split {
   Tensor buf;
   int64_t m = 0, k = 0;
-  const __half* parts = nullptr;  // [2m, k]
+  int count = 0;
+  const __half* parts = nullptr;  // [count * m, k]
   const float* inv = nullptr;     // [m]
 };
 
-Split split_rows(Backend& backend, const Tensor& x) {
+Split split_rows(Backend& backend, const Tensor& x, int count) {
   Split s;
   s.m = x.shape(0);
   s.k = x.shape(1);
-  s.buf = scratch(backend, {2 * s.m * s.k + 2 * s.m}, DType::f16);
+  s.count = count;
+  // The scales start at an even f16 offset, as a float must.
+  const int64_t halves = (count * s.m * s.k + 1) / 2 * 2;
+  s.buf = scratch(backend, {halves + 2 * s.m}, DType::f16);
   auto* p = data_ptr<__half>(s.buf);
-  auto* inv = reinterpret_cast<float*>(p + 2 * s.m * s.k);
+  auto* inv = reinterpret_cast<float*>(p + halves);
   split_rows_kernel<<<unsigned(s.m), 256, 0, backend.context().stream>>>(
-      data_ptr<float>(x), s.m, s.k, p, inv);
+      data_ptr<float>(x), s.m, s.k, count, p, inv);
   check_launch("qmatmul");
   s.parts = p;
   s.inv = inv;
@@ -365,7 +378,7 @@ void half_product(Backend& backend, const Split& x, QuantType type,
       std::min(n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
   Tensor panel =
       in_place ? Tensor() : scratch(backend, {panel_rows, k}, DType::f16);
-  const Tensor parts = scratch(backend, {2 * m, panel_rows}, DType::f32);
+  const Tensor parts = scratch(backend, {x.count * m, panel_rows}, DType::f32);
   float* pp = data_ptr<float>(parts);
   float* y = data_ptr<float>(out);
   for (int64_t p0 = 0; p0 < n; p0 += panel_rows) {
@@ -378,9 +391,10 @@ void half_product(Backend& backend, const Split& x, QuantType type,
       dequantize_rows_half(ctx, type, wp + p0 * ws, ws, rows, k, hp);
       b = {hp, 1, k, 0};
     }
-    gemm(ctx, DType::f16, 1, 2 * m, rows, k, a, b, pp, rows, 0, 0.0, true);
+    gemm(ctx, DType::f16, 1, x.count * m, rows, k, a, b, pp, rows, 0, 0.0,
+         true);
     join_parts_kernel<<<grid_for(m * rows, 256), 256, 0, ctx.stream>>>(
-        pp, x.inv, m, rows, y + p0, n);
+        pp, x.count, x.inv, m, rows, y + p0, n);
     check_launch("qmatmul");
   }
 }
@@ -423,7 +437,9 @@ void Backend::quant(QuantOp op, const Tensor* x,
     }
     if (!direct.empty()) matvec(ctx, xp, m, k, direct);
   }
-  Split split;  // x as f16 parts, made once for the args that need it.
+  // x as f16 parts, made once for the args that need them: one part for
+  // the block types, two for f16 weights.
+  Split split[2];
   for (size_t i = 0; i < args.size(); ++i) {
     if (taken[i]) continue;
     const QuantArg& arg = args[i];
@@ -442,8 +458,10 @@ void Backend::quant(QuantOp op, const Tensor* x,
     const int64_t m = x->shape(0), k = x->shape(1);
     if (m == 0 || n == 0) continue;
     if (takes_half(type)) {
-      if (!split.buf.defined()) split = split_rows(*this, *x);
-      half_product(*this, split, type, w, out);
+      const int count = parts_for(type);
+      Split& s = split[count - 1];
+      if (!s.buf.defined()) s = split_rows(*this, *x, count);
+      half_product(*this, s, type, w, out);
       continue;
     }
     const int64_t panel_rows = std::min(

@@ -213,4 +213,8 @@ void Backend::quant(QuantOp op, const Tensor* x,
                   nascent::name(op), name(), nascent::name(args[0].type)));
 }
 
+int64_t Backend::qmatmul_block_rows(QuantType) const {
+  return 0;
+}
+
 }  // namespace nascent

@@ -16,20 +16,6 @@ namespace {
 
 // Tokens per batch: bounds the activations of a long prompt.
 constexpr int64_t kMaxBatch = 512;
-// Tokens per block of the FFN: bounds its intermediates while keeping
-// enough x rows for the mat-mat kernels (each weight row is decoded once per
-// block, so a 512-token batch decodes the FFN weights 4 times).
-constexpr int64_t kFfnRows = 128;
-
-// Float weights (f32, f16, bf16) take the whole batch in one FFN block: on
-// the CPU, widening and packing a weight panel costs ~10% of its products
-// with 128 rows, ~2.5% with 512 (gemm_xwt.cpp), and their files are large
-// enough that the intermediates (~40 MiB at 512 rows) are a small share.
-int64_t ffn_rows(QuantType type, int64_t n) {
-  const bool is_float = type == QuantType::f32 || type == QuantType::f16 ||
-                        type == QuantType::bf16;
-  return is_float ? n : kFfnRows;
-}
 
 }  // namespace
 
@@ -85,7 +71,10 @@ Tensor Transformer::attention(const Layer& L, const Tensor& h, int64_t l,
 void Transformer::feed_forward(const Layer& L, Tensor& x) const {
   const int64_t n = x.shape(0);
   const Tensor h = rms_norm(x, &L.ffn_norm, float(config_.rms_eps));
-  const int64_t block = ffn_rows(L.w_gate.type, n);
+  // The backend's row blocks bound the FFN's intermediates where it wants
+  // them (the CPU, for the block types).
+  const int64_t limit = backend_->qmatmul_block_rows(L.w_gate.type);
+  const int64_t block = limit > 0 ? limit : n;
   const QuantWeight gate_up[] = {L.w_gate, L.w_up};
   if (block >= n) {
     const std::vector<Tensor> gu = qmatmul(h, gate_up);
