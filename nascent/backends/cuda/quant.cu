@@ -229,27 +229,40 @@ void dequantize_rows(Context& ctx, QuantType type, const uint8_t* w, int64_t ws,
 }
 
 // Panel rows as f16 from pieces of 16 bytes (quant_pieces.cuh): a thread
-// decodes one piece and stores its values four at a time, instead of one
-// value a thread reading its block's scales again.
+// decodes one piece and stores its values eight at a time where two runs of
+// four follow each other (four at a time otherwise), instead of one value a
+// thread reading its block's scales again. A panel holds at most
+// kPanelFloats values, so its pieces count in 32 bits, whose division is
+// far cheaper than a 64-bit one.
 template <QuantType T>
-__global__ void dequantize_pieces_kernel(const uint8_t* w, int64_t ws,
-                                         int64_t rows, int64_t k, __half* y) {
+__global__ void dequantize_pieces_kernel(const uint8_t* w, int64_t ws, int rows,
+                                         int k, __half* y) {
   using R = pieces::Rows<T>;
-  const int64_t per_row = k / R::kValues, total = rows * per_row;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = e / per_row, g = e % per_row;
+  static_assert(R::kX4 % 2 == 0, "runs of four values go in pairs");
+  const int per_row = k / R::kValues, total = rows * per_row;
+  for (int e = int(blockIdx.x * blockDim.x + threadIdx.x); e < total;
+       e += int(gridDim.x * blockDim.x)) {
+    const int r = e / per_row, g = e % per_row;
     float v[4 * R::kX4];
     R::values(R::load(w + r * ws, g), v);
-    __half* out = y + r * k;
+    __half* out = y + int64_t(r) * k;
 #pragma unroll
-    for (int i = 0; i < R::kX4; ++i) {
-      const __half2 lo = __floats2half2_rn(v[4 * i], v[4 * i + 1]);
-      const __half2 hi = __floats2half2_rn(v[4 * i + 2], v[4 * i + 3]);
-      uint2 bits;
-      bits.x = *reinterpret_cast<const uint32_t*>(&lo);
-      bits.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(out + R::x_col(g, i)) = bits;
+    for (int i = 0; i < R::kX4; i += 2) {
+      uint32_t h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const __half2 pair =
+            __floats2half2_rn(v[4 * i + 2 * j], v[4 * i + 2 * j + 1]);
+        h[j] = *reinterpret_cast<const uint32_t*>(&pair);
+      }
+      const int64_t c0 = R::x_col(g, i), c1 = R::x_col(g, i + 1);
+      if (c1 == c0 + 4 && c0 % 8 == 0) {
+        *reinterpret_cast<uint4*>(out + c0) =
+            make_uint4(h[0], h[1], h[2], h[3]);
+      } else {
+        *reinterpret_cast<uint2*>(out + c0) = make_uint2(h[0], h[1]);
+        *reinterpret_cast<uint2*>(out + c1) = make_uint2(h[2], h[3]);
+      }
     }
   }
 }
@@ -265,8 +278,8 @@ void dequantize_rows_half(Context& ctx, QuantType type, const uint8_t* w,
       if constexpr (pieces::kBlocks<T>) {
         const int64_t items = rows * (k / pieces::Rows<T>::kValues);
         dequantize_pieces_kernel<T>
-            <<<grid_for(items, 256, 1 << 16), 256, 0, ctx.stream>>>(w, ws, rows,
-                                                                    k, y);
+            <<<grid_for(items, 256, 1 << 16), 256, 0, ctx.stream>>>(
+                w, ws, int(rows), int(k), y);
         check_launch("qmatmul");
         done = true;
       }
@@ -309,16 +322,20 @@ __global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
   if (threadIdx.x == 0) inv[r] = ldexpf(1.0f, -shift);
 }
 
-// y[r][c] = (hi product [+ lo product]) / s_r for the panel's columns.
-__global__ void join_parts_kernel(const float* parts, int nparts,
+// y[r][c] = (hi product [+ lo product]) / s_r for the panel's columns:
+// parts [nparts * m, cols] (row stride ldp; with one part it may be y
+// itself). Rows are blockIdx.y, so no thread divides.
+__global__ void join_parts_kernel(const float* parts, int64_t ldp, int nparts,
                                   const float* inv, int64_t m, int64_t cols,
                                   float* y, int64_t ldy) {
-  const int64_t total = m * cols;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = e / cols, c = e % cols;
-    const float sum = nparts == 2 ? parts[e] + parts[total + e] : parts[e];
-    y[r * ldy + c] = sum * inv[r];
+  for (int64_t r = blockIdx.y; r < m; r += gridDim.y) {
+    const float* hi = parts + r * ldp;
+    const float* lo = hi + m * ldp;
+    const float s = inv[r];
+    for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+         c += int64_t(gridDim.x) * blockDim.x) {
+      y[r * ldy + c] = (nparts == 2 ? hi[c] + lo[c] : hi[c]) * s;
+    }
   }
 }
 
@@ -378,8 +395,11 @@ void half_product(Backend& backend, const Split& x, QuantType type,
       std::min(n, std::max<int64_t>(1, kPanelFloats / std::max<int64_t>(k, 1)));
   Tensor panel =
       in_place ? Tensor() : scratch(backend, {panel_rows, k}, DType::f16);
-  const Tensor parts = scratch(backend, {x.count * m, panel_rows}, DType::f32);
-  float* pp = data_ptr<float>(parts);
+  // One part's products go straight to out and are unscaled in place; two
+  // parts' go to a scratch and are added there.
+  const Tensor parts = x.count == 2
+                           ? scratch(backend, {2 * m, panel_rows}, DType::f32)
+                           : Tensor();
   float* y = data_ptr<float>(out);
   for (int64_t p0 = 0; p0 < n; p0 += panel_rows) {
     const int64_t rows = std::min(panel_rows, n - p0);
@@ -391,10 +411,13 @@ void half_product(Backend& backend, const Split& x, QuantType type,
       dequantize_rows_half(ctx, type, wp + p0 * ws, ws, rows, k, hp);
       b = {hp, 1, k, 0};
     }
-    gemm(ctx, DType::f16, 1, x.count * m, rows, k, a, b, pp, rows, 0, 0.0,
-         true);
-    join_parts_kernel<<<grid_for(m * rows, 256), 256, 0, ctx.stream>>>(
-        pp, x.count, x.inv, m, rows, y + p0, n);
+    float* pp = x.count == 2 ? data_ptr<float>(parts) : y + p0;
+    const int64_t ldp = x.count == 2 ? rows : n;
+    gemm(ctx, DType::f16, 1, x.count * m, rows, k, a, b, pp, ldp, 0, 0.0, true);
+    const dim3 grid(unsigned(std::min<int64_t>((rows + 255) / 256, 64)),
+                    unsigned(std::min<int64_t>(m, 65535)));
+    join_parts_kernel<<<grid, 256, 0, ctx.stream>>>(pp, ldp, x.count, x.inv, m,
+                                                    rows, y + p0, n);
     check_launch("qmatmul");
   }
 }
