@@ -259,9 +259,7 @@ void dequantize_rows(QuantType type, const uint8_t* w, int64_t ws, int64_t rows,
 // block types decode their panels per call too, but 128 rows already keep
 // the mat-mat kernels busy and bound the intermediates.
 int64_t Backend::qmatmul_block_rows(QuantType type) const {
-  const bool is_float = type == QuantType::f32 || type == QuantType::f16 ||
-                        type == QuantType::bf16;
-  return is_float ? 0 : 128;
+  return block_size(type) == 1 ? 0 : 128;
 }
 
 void Backend::quant(QuantOp op, const Tensor* x,

@@ -293,7 +293,7 @@ void dequantize_rows_half(Context& ctx, QuantType type, const uint8_t* w,
 // f16(x s - hi), 22 bits of each value together. Rows [0, m) of xs hold
 // hi, [m, 2m) lo; inv[r] = 1 / s.
 __global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
-                                  int parts, __half* xs, float* inv) {
+                                  int count, __half* xs, float* inv) {
   __shared__ float top[32];
   const int64_t r = blockIdx.x;
   const float* row = x + r * k;
@@ -317,15 +317,15 @@ __global__ void split_rows_kernel(const float* x, int64_t m, int64_t k,
     const float v = row[c] * scale;
     const __half hi = __float2half_rn(v);
     xs[r * k + c] = hi;
-    if (parts == 2) xs[(m + r) * k + c] = __float2half_rn(v - __half2float(hi));
+    if (count == 2) xs[(m + r) * k + c] = __float2half_rn(v - __half2float(hi));
   }
   if (threadIdx.x == 0) inv[r] = ldexpf(1.0f, -shift);
 }
 
 // y[r][c] = (hi product [+ lo product]) / s_r for the panel's columns:
-// parts [nparts * m, cols] (row stride ldp; with one part it may be y
+// parts [count * m, cols] (row stride ldp; with one part it may be y
 // itself). Rows are blockIdx.y, so no thread divides.
-__global__ void join_parts_kernel(const float* parts, int64_t ldp, int nparts,
+__global__ void join_parts_kernel(const float* parts, int64_t ldp, int count,
                                   const float* inv, int64_t m, int64_t cols,
                                   float* y, int64_t ldy) {
   for (int64_t r = blockIdx.y; r < m; r += gridDim.y) {
@@ -334,7 +334,7 @@ __global__ void join_parts_kernel(const float* parts, int64_t ldp, int nparts,
     const float s = inv[r];
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
          c += int64_t(gridDim.x) * blockDim.x) {
-      y[r * ldy + c] = (nparts == 2 ? hi[c] + lo[c] : hi[c]) * s;
+      y[r * ldy + c] = (count == 2 ? hi[c] + lo[c] : hi[c]) * s;
     }
   }
 }
