@@ -32,6 +32,9 @@ packages=(
   # Fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer, ASan and UBSan
   # runtimes (compiler-rt).
   clang-14 libclang-rt-14-dev
+  # The WebGPU backend's tests: the Vulkan loader and Mesa's lavapipe (a
+  # Vulkan driver on the CPU); scripts/setup_webgpu.sh adds wgpu-native.
+  libvulkan1 mesa-vulkan-drivers
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,

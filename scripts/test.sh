@@ -56,6 +56,9 @@ step testdata bash scripts/setup_testdata.sh
 # The pinned onnx (node test cases) and onnxruntime (benchmark peer) in
 # build/onnx-venv; the ONNX tests fail under CI without them.
 step onnx-setup bash scripts/setup_onnx.sh
+# The WebGPU backend's wgpu-native (from the pinned `wgpu` wheel, into
+# build/webgpu-sdk) and lavapipe, the Vulkan driver its tests run on here.
+step webgpu-setup bash scripts/setup_webgpu.sh
 # The pinned openai client of the `nascent serve` tests, in build/serve-venv.
 step serve-setup bash scripts/setup_serve.sh
 step build native_build

@@ -11,10 +11,21 @@
 #ifdef NASCENT_HAVE_CUDA
 #include "nascent/backends/cuda/backend.h"
 #endif
+#ifdef NASCENT_HAVE_WEBGPU
+#include "nascent/backends/webgpu/backend.h"
+#endif
 
 namespace nascent {
 
 namespace {
+
+bool has_webgpu() {
+#ifdef NASCENT_HAVE_WEBGPU
+  return true;
+#else
+  return false;
+#endif
+}
 
 bool has_cuda() {
 #ifdef NASCENT_HAVE_CUDA
@@ -46,6 +57,7 @@ std::string describe_backend(const Backend& backend) {
 std::vector<std::string> device_names() {
   std::vector<std::string> names = {"cpu"};
   if (has_cuda()) names.push_back("cuda");
+  if (has_webgpu()) names.push_back("webgpu");
   return names;
 }
 
@@ -53,6 +65,16 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   if (device == "cpu") return std::make_unique<cpu::Backend>();
   if (device == "cpu:composed") {
     return std::make_unique<cpu::Backend>(cpu::Options{.fused = false});
+  }
+  if (device == "webgpu") {
+#ifdef NASCENT_HAVE_WEBGPU
+    return std::make_unique<webgpu::Backend>();
+#else
+    throw ValueError(
+        "make_backend: device 'webgpu' needs the WebGPU backend, which this "
+        "build of nascent does not have (run scripts/setup_webgpu.sh and "
+        "configure again)");
+#endif
   }
   int index = -1;
   if (device == "cuda") {
@@ -63,7 +85,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
   if (index < 0) {
     throw ValueError(fmt::format(
         "make_backend: unknown device '{}' (expected cpu, cpu:composed, "
-        "cuda or cuda:N)",
+        "cuda, cuda:N or webgpu)",
         device));
   }
 #ifdef NASCENT_HAVE_CUDA

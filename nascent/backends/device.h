@@ -1,9 +1,10 @@
 // Backends by name, for programs that let their user pick where to run:
-// "cpu", "cuda" (device 0) or "cuda:N"; "cpu:composed" is the CPU with its
-// fused transformer kernels hidden (rope, attention, glu, qembedding and
-// grouped qmatmul run core's composed defaults), to test and measure what
-// a backend without them computes and pays. Lives outside core, which never
-// names a backend; the CUDA backend is offered only in builds that have it.
+// "cpu", "cuda" (device 0), "cuda:N" or "webgpu" (the first adapter);
+// "cpu:composed" is the CPU with its fused transformer kernels hidden (rope,
+// attention, glu, qembedding and grouped qmatmul run core's composed defaults),
+// to test and measure what a backend without them computes and pays. Lives
+// outside core, which never names a backend; the CUDA backend is offered only
+// in builds that have it.
 #pragma once
 
 #include <memory>
@@ -23,8 +24,8 @@ std::unique_ptr<Backend> make_backend(const std::string& device);
 // CPU backend, the backend's name ("cuda:0") otherwise.
 std::string describe_backend(const Backend& backend);
 
-// The device names this build understands ("cpu", and "cuda" when the CUDA
-// backend is compiled in, whether or not a GPU is present).
+// The device names this build understands ("cpu", and "cuda" or "webgpu"
+// when that backend is compiled in, whether or not a GPU is present).
 std::vector<std::string> device_names();
 
 }  // namespace nascent

@@ -1,0 +1,90 @@
+// Element-wise binary ops and where, on broadcast views (stride 0).
+#include <fmt/format.h>
+
+#include "nascent/backends/webgpu/elementwise.h"
+
+namespace nascent::webgpu {
+
+namespace {
+
+// The expression of `op` on a and b of dtype dt, or "" when not done yet.
+std::string expression(BinaryOp op, DType dt) {
+  const bool f = dt == DType::f32;
+  // Non-zero tests; NaN is true.
+  const std::string nz_a = f                  ? "nz_f(a)"
+                           : dt == DType::i32 ? "a != 0"
+                                              : "a != 0u";
+  const std::string nz_b = f                  ? "nz_f(b)"
+                           : dt == DType::i32 ? "b != 0"
+                                              : "b != 0u";
+  auto test = [](const char* c) {
+    return fmt::format("select(0u, 1u, {})", c);
+  };
+  using B = BinaryOp;
+  switch (op) {
+    case B::add:
+      return "a + b";
+    case B::sub:
+      return "a - b";
+    case B::mul:
+      return "a * b";
+    case B::div:
+      return f ? "a / b" : "";  // The front-end divides in floats.
+    case B::maximum:
+      return f ? "select(select(b, a, a > b), a, is_nan(a))" : "max(a, b)";
+    case B::minimum:
+      return f ? "select(select(b, a, a < b), a, is_nan(a))" : "min(a, b)";
+    case B::eq:
+      return test("a == b");
+    case B::ne:
+      return f ? test("is_nan(a) || is_nan(b) || a != b") : test("a != b");
+    case B::lt:
+      return test("a < b");
+    case B::le:
+      return test("a <= b");
+    case B::gt:
+      return test("a > b");
+    case B::ge:
+      return test("a >= b");
+    case B::logical_and:
+      return fmt::format("select(0u, 1u, {} && {})", nz_a, nz_b);
+    case B::logical_or:
+      return fmt::format("select(0u, 1u, {} || {})", nz_a, nz_b);
+    case B::logical_xor:
+      return fmt::format("select(0u, 1u, ({}) != ({}))", nz_a, nz_b);
+    case B::pow:
+      return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+void Backend::binary(BinaryOp op, const Tensor& a, const Tensor& b,
+                     Tensor& out) {
+  const char* op_name = nascent::name(op);
+  check_dtype(*ctx_, op_name, a);
+  check_dtype(*ctx_, op_name, out);
+  const std::string body = expression(op, a.dtype());
+  if (body.empty()) {
+    throw BackendError(
+        fmt::format("{} is not implemented yet on the webgpu backend for {}",
+                    op_name, a.to_string()));
+  }
+  const Tensor* in[] = {&a, &b};
+  elementwise(*ctx_, op_name, std::string("binary_") + op_name, "", body, in,
+              out);
+}
+
+void Backend::where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                    Tensor& out) {
+  check_dtype(*ctx_, "where", cond);
+  const char* nz = cond.dtype() == DType::f32   ? "nz_f(c)"
+                   : cond.dtype() == DType::i32 ? "c != 0"
+                                                : "c != 0u";
+  const Tensor* in[] = {&a, &b, &cond};
+  elementwise(*ctx_, "where", "where", "", fmt::format("select(b, a, {})", nz),
+              in, out);
+}
+
+}  // namespace nascent::webgpu

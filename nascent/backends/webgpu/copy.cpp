@@ -1,0 +1,62 @@
+// copy: strided source to strided destination, converting the dtype with
+// the rules of from_double() (floats saturate into integers, NaN gives 0;
+// integers wrap into narrower integers, as the CPU's casts).
+#include <fmt/format.h>
+
+#include "nascent/backends/webgpu/elementwise.h"
+
+namespace nascent::webgpu {
+
+namespace {
+
+const char* kConvertHelpers = R"(
+fn f32_to_i32(v: f32) -> i32 {
+  if (is_nan(v)) { return 0; }
+  if (v >= 2147483647.0) { return 2147483647; }
+  if (v <= -2147483648.0) { return -2147483647 - 1; }
+  return i32(v);
+}
+fn f32_to_u8(v: f32) -> u32 {
+  if (is_nan(v) || v <= 0.0) { return 0u; }
+  if (v >= 255.0) { return 255u; }
+  return u32(v);
+}
+)";
+
+// The WGSL expression that converts `v` of dtype `from` to `to`.
+std::string convert(const std::string& v, DType from, DType to) {
+  if (from == to) return v;
+  const bool small_from = from == DType::u8 || from == DType::boolean;
+  switch (to) {
+    case DType::f32:
+      return "f32(" + v + ")";
+    case DType::i32:
+      return from == DType::f32 ? "f32_to_i32(" + v + ")" : "i32(" + v + ")";
+    case DType::u8:
+      if (from == DType::f32) return "f32_to_u8(" + v + ")";
+      return small_from ? v : "bitcast<u32>(" + v + ")";
+    default:
+      if (from == DType::f32) return "select(0u, 1u, nz_f(" + v + "))";
+      return fmt::format("select(0u, 1u, {} != {})", v,
+                         from == DType::i32 ? "0" : "0u");
+  }
+}
+
+}  // namespace
+
+std::string convert_expression(const std::string& v, DType from, DType to) {
+  return convert(v, from, to);
+}
+const char* convert_helpers() {
+  return kConvertHelpers;
+}
+
+void Backend::copy(const Tensor& src, Tensor& dst) {
+  check_dtype(*ctx_, "copy", src);
+  check_dtype(*ctx_, "copy", dst);
+  const Tensor* in[] = {&src};
+  elementwise(*ctx_, "copy", "copy", kConvertHelpers,
+              convert("a", src.dtype(), dst.dtype()), in, dst);
+}
+
+}  // namespace nascent::webgpu
