@@ -754,10 +754,6 @@ MemoryStats Backend::memory_stats() const {
 
 // --- Families not done yet ---------------------------------------------------
 
-void Backend::random(RandomOp op, const RandomParams&, Tensor&) {
-  not_implemented(nascent::name(op));
-}
-
 void Backend::scan(ScanOp op, const Tensor&, int, Tensor&) {
   not_implemented(nascent::name(op));
 }

@@ -2,6 +2,8 @@
 // name, dtypes it refuses, the ops not done yet, laziness and batching,
 // the buffer pool (nothing leaks, trim empties it), arange (whose cases use
 // only i64 and f64).
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "nascent/backends/device.h"
@@ -116,6 +118,40 @@ TEST(WebGpuBackend, ArangeMatchesTheCpu) {
       } else {
         EXPECT_EQ(g.to_vector<int32_t>(), c.to_vector<int32_t>()) << name(dt);
       }
+    }
+  }
+}
+
+// Counter-based random numbers: element i depends only on (seed, offset +
+// i), so the GPU's must be the CPU's (uniform and bernoulli bit for bit,
+// normal within the adapter's log/sin/cos error).
+TEST(WebGpuBackend, RandomMatchesTheCpu) {
+  NEED_ADAPTER();
+  cpu::Backend cpu;
+  for (uint64_t offset : {uint64_t(0), uint64_t(4) << 33}) {
+    RandomParams p{.seed = 0x9e3779b97f4a7c15ull, .offset = offset};
+    for (RandomOp op :
+         {RandomOp::uniform, RandomOp::normal, RandomOp::bernoulli}) {
+      p.a = op == RandomOp::bernoulli ? 0.3 : -1.0;
+      p.b = op == RandomOp::bernoulli ? 0.0 : 3.0;
+      Tensor g = Tensor::empty({4099}, DType::f32, gpu);
+      Tensor c = Tensor::empty({4099}, DType::f32, cpu);
+      gpu.random(op, p, g);
+      cpu.random(op, p, c);
+      const std::vector<float> a = g.to_vector<float>();
+      const std::vector<float> b = c.to_vector<float>();
+      int bad = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const bool ok =
+            op == RandomOp::normal
+                ? std::fabs(a[i] - b[i]) <= 2e-5f * (1 + std::fabs(b[i]))
+                : a[i] == b[i];
+        if (!ok && ++bad <= 3) {
+          ADD_FAILURE() << name(op) << " element " << i << ": " << a[i]
+                        << " on webgpu, " << b[i] << " on cpu";
+        }
+      }
+      EXPECT_EQ(bad, 0) << name(op) << " offset " << offset;
     }
   }
 }

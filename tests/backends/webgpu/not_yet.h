@@ -16,11 +16,11 @@ inline const std::set<Op>& not_yet() {
       Op::sigmoid, Op::gelu, Op::gelu_tanh, Op::silu, Op::erf, Op::pow_scalar,
       Op::pow,
       // Families not done yet.
-      Op::uniform, Op::normal, Op::bernoulli, Op::cumsum, Op::conv2d,
-      Op::conv2d_backward_input, Op::conv2d_backward_weight, Op::max_pool2d,
-      Op::avg_pool2d, Op::max_pool2d_backward, Op::avg_pool2d_backward,
-      Op::gather, Op::scatter_add, Op::index_select, Op::qmatmul,
-      Op::dequantize, Op::qembedding, Op::quantize,
+      Op::cumsum, Op::conv2d, Op::conv2d_backward_input,
+      Op::conv2d_backward_weight, Op::max_pool2d, Op::avg_pool2d,
+      Op::max_pool2d_backward, Op::avg_pool2d_backward, Op::gather,
+      Op::scatter_add, Op::index_select, Op::qmatmul, Op::dequantize,
+      Op::qembedding, Op::quantize,
       // Composed from the ops above (rope, attention, glu, optim).
       Op::rope, Op::attention, Op::swiglu, Op::geglu, Op::sgd_update,
       Op::adam_update};
