@@ -2,6 +2,7 @@
 // These tests need no GPU, so they run in CI: the loader finds every entry
 // point in the installed libraries, reports a missing library or function
 // by name, and a process that only uses the CPU never maps the libraries.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -125,7 +126,9 @@ TEST_F(CudaLibrariesProcess, CpuOnlyRunDoesNotMapThem) {
         std::vector<std::string> names = device_names();
         const std::string mapped = mapped_cuda_libraries();
         std::fprintf(stderr, "mapped: [%s]\n", mapped.c_str());
-        std::exit(right && names.size() == 2 && mapped.empty() ? 0 : 1);
+        const bool listed =
+            std::find(names.begin(), names.end(), "cuda") != names.end();
+        std::exit(right && listed && mapped.empty() ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "mapped: \\[\\]");
 }
