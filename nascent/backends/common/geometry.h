@@ -103,4 +103,17 @@ inline ScanLines scan_lines(const Tensor& x, int axis, const Tensor& out) {
   return s;
 }
 
+// Bytes from the start of t's storage to one past its view's last element
+// (0 for an empty view): what a device backend copies back so that callers
+// index the result as host storage.
+inline int64_t view_end_bytes(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t end = t.offset();
+  for (int i = 0; i < t.ndim(); ++i) {
+    const int64_t s = t.strides()[size_t(i)];
+    if (s > 0) end += (t.shape()[size_t(i)] - 1) * s;
+  }
+  return (end + 1) * int64_t(t.itemsize());
+}
+
 }  // namespace nascent::common

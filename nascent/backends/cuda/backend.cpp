@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "nascent/backends/common/geometry.h"
 #include "nascent/backends/cuda/context.h"
 #include "nascent/backends/cuda/libraries.h"
 
@@ -236,18 +237,7 @@ std::shared_ptr<BackendData> Backend::allocate(size_t nbytes) {
 HostBytes Backend::materialize(const Tensor& t) {
   DeviceGuard guard(ctx_->device);
   auto* d = static_cast<CudaData*>(t.data().get());
-  // The bytes up to the end of the view (the whole storage for the usual
-  // view at offset 0), so that callers index them as host storage.
-  int64_t end = 0;
-  if (t.numel() > 0) {
-    end = t.offset();
-    for (int i = 0; i < t.ndim(); ++i) {
-      const int64_t s = t.strides()[size_t(i)];
-      if (s > 0) end += (t.shape()[size_t(i)] - 1) * s;
-    }
-    end = (end + 1) * int64_t(t.itemsize());
-  }
-  const size_t n = std::min(size_t(end), d->nbytes());
+  const size_t n = std::min(size_t(common::view_end_bytes(t)), d->nbytes());
   std::shared_ptr<std::byte> host = ctx_->pinned->get(n, ctx_->pinned);
   if (n > 0) {
     check(cudaMemcpyAsync(host.get(), d->bytes(), n, cudaMemcpyDeviceToHost,

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "nascent/backends/common/geometry.h"
 #include "nascent/backends/webgpu/context.h"
 #include "nascent/core/error.h"
 
@@ -665,17 +666,7 @@ void Backend::write_storage(const BackendData& data, const void* host,
 
 HostBytes Backend::materialize(const Tensor& t) {
   auto* d = static_cast<WebGpuData*>(t.data().get());
-  // The bytes up to the end of the view, as the other device backends.
-  int64_t end = 0;
-  if (t.numel() > 0) {
-    end = t.offset();
-    for (int i = 0; i < t.ndim(); ++i) {
-      const int64_t s = t.strides()[size_t(i)];
-      if (s > 0) end += (t.shape()[size_t(i)] - 1) * s;
-    }
-    end = (end + 1) * int64_t(t.itemsize());
-  }
-  const size_t n = std::min(size_t(end), d->nbytes());
+  const size_t n = std::min(size_t(common::view_end_bytes(t)), d->nbytes());
   auto host = std::make_shared<std::vector<std::byte>>(n);
   if (n > 0) {
     const size_t copy = (n + 3) / 4 * 4;
