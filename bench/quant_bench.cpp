@@ -4,7 +4,8 @@
 //   memory copy (memcpy of a buffer as large as the weights, GB/s counting
 //   its reads and writes) at the same thread count. Generation is memory
 //   bound, so the ratio says how close to the machine's bandwidth it runs.
-// - mat-mat (512 x rows, a prompt): GFLOP/s (2 M N K) against nascent's
+// - mat-mat (512 rows of x, a prompt, or --rows M,...: a batch of decoding
+//   sequences is 2-16 rows): GFLOP/s (2 M N K) against nascent's
 //   f32 GEMM (matmul of the same shapes with f32 weights).
 // - both against llama.cpp's kernels (ggml's mul_mat from the
 //   llama-cpp-python wheel in build/venv, bench/ggml_peer.h) on the same
@@ -14,6 +15,7 @@
 //   ./build/bench/bench/quant_bench 2          # 2 threads only
 //   ./build/bench/bench/quant_bench --cpu-time # 1 thread, CPU time
 //   ./build/bench/bench/quant_bench --mat-mat  # only the M = 512 products
+//   ./build/bench/bench/quant_bench --mat-mat --rows 1,2,4,8  # small M
 //   ./build/bench/bench/quant_bench --portable # Highway's SSE4 kernels, not
 //                                              # the AVX2 ones
 //   ./build/bench/bench/quant_bench --no-vnni  # AVX-512 without VNNI, as a
@@ -35,6 +37,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -218,6 +221,7 @@ void matmat(nascent::cpu::Backend& cpu, QuantType type, int64_t m, int64_t n,
 int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
   bool matvecs = true;
+  std::vector<int64_t> mat_rows = {512};
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--cpu-time") {
@@ -230,12 +234,26 @@ int main(int argc, char** argv) {
       hwy::SetSupportedTargetsForTest(HWY_SSE4);
     } else if (arg == "--no-vnni") {
       nascent::cpu::set_vnni_for_test(false);
+    } else if (arg == "--rows" && a + 1 < argc) {
+      // The mat-mat section's rows of x: a batch of decoding sequences
+      // (2-8) as well as a prompt (512).
+      mat_rows.clear();
+      for (std::string_view v = argv[++a]; !v.empty();) {
+        const size_t comma = std::min(v.find(','), v.size());
+        const int64_t m = std::atoll(std::string(v.substr(0, comma)).c_str());
+        if (m <= 0) {
+          fmt::print(stderr, "quant_bench: --rows takes positive counts\n");
+          return 2;
+        }
+        mat_rows.push_back(m);
+        v.remove_prefix(std::min(v.size(), comma + 1));
+      }
     } else if (const int t = std::atoi(arg.c_str()); t > 0) {
       thread_counts = {t};
     } else {
       fmt::print(stderr,
                  "usage: quant_bench [THREADS] [--cpu-time] [--mat-mat] "
-                 "[--portable] [--no-vnni]\n");
+                 "[--portable] [--no-vnni] [--rows M,M,...]\n");
       return 2;
     }
   }
@@ -261,7 +279,9 @@ int main(int argc, char** argv) {
       "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int threads : thread_counts) {
     nascent::cpu::set_num_threads(threads);
-    for (QuantType type : types) matmat(cpu, type, 512, 2048, 2048, threads);
+    for (int64_t m : mat_rows) {
+      for (QuantType type : types) matmat(cpu, type, m, 2048, 2048, threads);
+    }
   }
   return 0;
 }
