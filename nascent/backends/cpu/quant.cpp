@@ -26,8 +26,12 @@ namespace {
 constexpr int64_t kTaskBytes = 1 << 17;
 constexpr int64_t kTileRows = 16;
 // x rows from which decoding each weight row once into an int16 panel
-// (quant/gemm_simd.cpp) beats decoding it per x row (the dot kernels).
-constexpr int64_t kGemmRows = 8;
+// (quant/gemm_simd.cpp) beats the dot kernels, which unpack each weight
+// block once per four rows of x; and the same for float weights, whose f32
+// GEMM packs W (quant_bench --mat-mat --rows 8,16,32,64 on AVX-512 VNNI:
+// the dots were ahead at 16 rows for every block type and at 32 for f16).
+constexpr int64_t kGemmRows = 16;
+constexpr int64_t kFloatGemmRows = 64;
 
 int64_t row_grain(int64_t row_bytes) {
   const int64_t rows =
@@ -119,7 +123,7 @@ void qmatmul_quantized(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
 void qmatmul_rows(QuantType type, const uint8_t* wp, int64_t ws, int64_t n,
                   const float* xp, int64_t m, int64_t k, float* y) {
   const int64_t grain = row_grain(ws);
-  if (is_float_type(type) && m >= kGemmRows) {
+  if (is_float_type(type) && m >= kFloatGemmRows) {
     float_gemm(type, wp, ws, n, xp, m, k, y);
     return;
   }

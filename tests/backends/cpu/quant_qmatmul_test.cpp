@@ -135,8 +135,9 @@ TEST_F(QuantQmatmul, PortableKernelsEveryType) {
 // Every SIMD target this CPU runs and the build compiled (SSE4, AVX2,
 // AVX-512, ...), and on an AVX-512 VNNI machine its AVX-512 kernels with
 // VNNI and without, so that each path is checked on the machine that has
-// it and not only the one the dispatch picks: mat-vec, and shapes whose x
-// rows and weight rows leave partial tiles and panels.
+// it and not only the one the dispatch picks: mat-vec, a few rows of x (the
+// dot kernels take them four at a time: 6 and 7 leave two and three), and
+// shapes whose x rows and weight rows leave partial tiles and panels.
 TEST_F(QuantQmatmul, EveryTargetEveryType) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
@@ -147,6 +148,8 @@ TEST_F(QuantQmatmul, EveryTargetEveryType) {
                                vnni ? "" : " without VNNI"));
       for (QuantType type : kAllTypes) {
         run(type, 1, 19, odd_k(type), 61);
+        run(type, 6, 21, odd_k(type), 63);
+        run(type, 7, 18, 2 * odd_k(type), 64);
         run(type, 19, 40, 2 * odd_k(type), 62);
       }
     }

@@ -239,15 +239,26 @@ void DotRowsK(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   const int64_t nb = x.k / 256;
 #if NASCENT_QUANT_X86
   if constexpr (kType == QuantType::q4_k || kType == QuantType::q6_k) {
-    DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
-      const int8_t* xi = x.q8 + i * x.k;
-      if constexpr (kType == QuantType::q4_k) {
-        return x86::DotQ4K(w + j * ws, xi, x.d + i * nb,
-                           x.sums32 + i * (x.k / 32), nb);
-      }
-      return x86::DotQ6K(w + j * ws, xi, x.d + i * nb,
-                         x.sums16 + i * (x.k / 16), nb);
-    });
+    DotTilesOfRows<4>(j0, j1, x.rows, y, ldy,
+                      [&]<int kR>(int64_t j, int64_t i, float* out) {
+                        if constexpr (kType == QuantType::q4_k) {
+                          const x86::XRows xr{x.q8 + i * x.k,
+                                              x.k,
+                                              x.d + i * nb,
+                                              nb,
+                                              x.sums32 + i * (x.k / 32),
+                                              x.k / 32};
+                          x86::DotQ4K<kR>(w + j * ws, xr, out);
+                        } else {
+                          const x86::XRows xr{x.q8 + i * x.k,
+                                              x.k,
+                                              x.d + i * nb,
+                                              nb,
+                                              x.sums16 + i * (x.k / 16),
+                                              x.k / 16};
+                          x86::DotQ6K<kR>(w + j * ws, xr, out);
+                        }
+                      });
     return;
   }
 #endif

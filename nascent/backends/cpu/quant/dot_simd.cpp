@@ -136,13 +136,18 @@ HWY_INLINE void DotBlocks32(const uint8_t* w, int64_t ws, const int16_t* xq,
 // prefetching (1 KiB ahead beat 2, 3 and 4 KiB; bench/NOTES.md, session 6).
 constexpr int64_t kFloatAhead = 1024;
 
-template <class S>
-float DotFloat(const S* w, const float* x, int64_t k) {
+// kR rows of x (row stride ldx) at once, into out[r]: the eight chains are
+// shared out between them, and each weight vector loaded serves every row.
+template <class S, int kR>
+HWY_INLINE void DotFloat(const S* w, const float* x, int64_t ldx, int64_t k,
+                         float* out) {
   const hn::ScalableTag<float> df;
   const int64_t n = int64_t(hn::Lanes(df));
-  constexpr int kChains = 8;
-  hn::Vec<decltype(df)> a[kChains];
-  for (int c = 0; c < kChains; ++c) a[c] = hn::Zero(df);
+  constexpr int kChains = 8 / kR;  // Per row of x.
+  hn::Vec<decltype(df)> a[kR][kChains];
+  for (int r = 0; r < kR; ++r) {
+    for (int c = 0; c < kChains; ++c) a[r][c] = hn::Zero(df);
+  }
   // Bytes of weights per step, and the weight lines to ask for per step.
   const int64_t step = kChains * n * int64_t(sizeof(S));
   const auto* bytes = reinterpret_cast<const uint8_t*>(w);
@@ -151,17 +156,25 @@ float DotFloat(const S* w, const float* x, int64_t k) {
     const uint8_t* ahead = bytes + i * int64_t(sizeof(S)) + kFloatAhead;
     for (int64_t b = 0; b < step; b += 64) hwy::Prefetch(ahead + b);
     for (int c = 0; c < kChains; ++c) {
-      a[c] = hn::MulAdd(LoadAs(df, w + i + c * n), hn::LoadU(df, x + i + c * n),
-                        a[c]);
+      const auto wv = LoadAs(df, w + i + c * n);
+      for (int r = 0; r < kR; ++r) {
+        a[r][c] =
+            hn::MulAdd(wv, hn::LoadU(df, x + r * ldx + i + c * n), a[r][c]);
+      }
     }
   }
   for (; i + n <= k; i += n) {
-    a[0] = hn::MulAdd(LoadAs(df, w + i), hn::LoadU(df, x + i), a[0]);
+    const auto wv = LoadAs(df, w + i);
+    for (int r = 0; r < kR; ++r) {
+      a[r][0] = hn::MulAdd(wv, hn::LoadU(df, x + r * ldx + i), a[r][0]);
+    }
   }
-  for (int c = 1; c < kChains; ++c) a[0] = hn::Add(a[0], a[c]);
-  float sum = hn::GetLane(hn::SumOfLanes(df, a[0]));
-  for (; i < k; ++i) sum += ToCompute(w[i]) * x[i];
-  return sum;
+  for (int r = 0; r < kR; ++r) {
+    for (int c = 1; c < kChains; ++c) a[r][0] = hn::Add(a[r][0], a[r][c]);
+    float sum = hn::GetLane(hn::SumOfLanes(df, a[r][0]));
+    for (int64_t t = i; t < k; ++t) sum += ToCompute(w[t]) * x[r * ldx + t];
+    out[r] = sum;
+  }
 }
 
 // One weight row at a time: a single sequential stream through W, which
@@ -173,13 +186,16 @@ void DotRows32(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   const int64_t nb = x.k / 32;
 #if NASCENT_QUANT_X86
   if constexpr (kType == QuantType::q8_0 || kType == QuantType::q4_0) {
-    DotTiles(j0, j1, x.rows, y, ldy, [&](int64_t j, int64_t i) {
-      const int8_t* xi = x.q8 + i * x.k;
-      if constexpr (kType == QuantType::q8_0) {
-        return x86::DotQ8_0(w + j * ws, xi, x.d + i * nb, nb);
-      }
-      return x86::DotQ4_0(w + j * ws, xi, x.d + i * nb, x.sums32 + i * nb, nb);
-    });
+    DotTilesOfRows<4>(
+        j0, j1, x.rows, y, ldy, [&]<int kR>(int64_t j, int64_t i, float* out) {
+          const x86::XRows xr{x.q8 + i * x.k,    x.k, x.d + i * nb, nb,
+                              x.sums32 + i * nb, nb};
+          if constexpr (kType == QuantType::q8_0) {
+            x86::DotQ8_0<kR>(w + j * ws, xr, out);
+          } else {
+            x86::DotQ4_0<kR>(w + j * ws, xr, out);
+          }
+        });
     return;
   }
 #endif
@@ -212,17 +228,21 @@ void QDotRows32(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
 void FDotRows(QuantType type, const uint8_t* w, int64_t ws, int64_t j0,
               int64_t j1, const float* x, int64_t m, int64_t k, float* y,
               int64_t ldy) {
-  DotTiles(j0, j1, m, y, ldy, [&](int64_t j, int64_t i) {
-    const uint8_t* row = w + j * ws;
-    const float* xi = x + i * k;
-    if (type == QuantType::f16) {
-      return DotFloat(reinterpret_cast<const float16*>(row), xi, k);
-    }
-    if (type == QuantType::bf16) {
-      return DotFloat(reinterpret_cast<const bfloat16*>(row), xi, k);
-    }
-    return DotFloat(reinterpret_cast<const float*>(row), xi, k);
-  });
+  DotTilesOfRows<4>(
+      j0, j1, m, y, ldy, [&]<int kR>(int64_t j, int64_t i, float* out) {
+        const uint8_t* row = w + j * ws;
+        const float* xi = x + i * k;
+        if (type == QuantType::f16) {
+          DotFloat<float16, kR>(reinterpret_cast<const float16*>(row), xi, k, k,
+                                out);
+        } else if (type == QuantType::bf16) {
+          DotFloat<bfloat16, kR>(reinterpret_cast<const bfloat16*>(row), xi, k,
+                                 k, out);
+        } else {
+          DotFloat<float, kR>(reinterpret_cast<const float*>(row), xi, k, k,
+                              out);
+        }
+      });
 }
 
 // Per block of `block` values: d = max |x| / 127, levels round(x / d), and

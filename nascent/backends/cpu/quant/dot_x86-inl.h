@@ -107,78 +107,125 @@ HWY_INLINE __m256i Mask(const int8_t* m) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
 }
 
+// kR consecutive rows of quantized x against one weight row: the int8
+// levels of the first (row stride k), its block scales (stride nb) and one
+// kind of level sums (stride ns; unused by q8_0). A batch of decoding
+// sequences is a few rows of x: each weight block, loaded and unpacked once,
+// meets all of them (row by row, unpacking cost kR times as much).
+struct XRows {
+  const int8_t* q;
+  int64_t k;
+  const float* d;
+  int64_t nb;
+  const int16_t* s;
+  int64_t ns;
+};
+
 // q8_0: sign moved from w to x so that |w| is the unsigned operand.
-HWY_INLINE __m256i DotQ8Block(const uint8_t* blk, const int8_t* x) {
-  const __m256i q = Load(blk + 2);
-  return Dot4(_mm256_sign_epi8(q, q), _mm256_sign_epi8(Load(x), q));
+HWY_INLINE __m256i DotQ8Block(__m256i q, __m256i abs_q, const int8_t* x) {
+  return Dot4(abs_q, _mm256_sign_epi8(Load(x), q));
 }
 
-HWY_INLINE float DotQ8_0(const uint8_t* w, const int8_t* x, const float* xd,
-                         int64_t nb) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+template <int kR>
+HWY_INLINE void DotQ8_0(const uint8_t* w, const XRows& x, float* out) {
+  __m256 acc0[kR], acc1[kR];
+  for (int r = 0; r < kR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
+  for (; b + 2 <= x.nb; b += 2) {
     const uint8_t* blk = w + 34 * b;
     PrefetchAhead<2>(blk);
-    const __m256i p0 = DotQ8Block(blk, x + 32 * b);
-    const __m256i p1 = DotQ8Block(blk + 34, x + 32 * b + 32);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
-                           _mm256_set1_ps(Half(blk) * xd[b]), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
-                           _mm256_set1_ps(Half(blk + 34) * xd[b + 1]), acc1);
+    const __m256i q0 = Load(blk + 2), q1 = Load(blk + 36);
+    const __m256i a0 = _mm256_sign_epi8(q0, q0), a1 = _mm256_sign_epi8(q1, q1);
+    const float d0 = Half(blk), d1 = Half(blk + 34);
+    for (int r = 0; r < kR; ++r) {
+      const int8_t* xb = x.q + r * x.k + 32 * b;
+      const float* xd = x.d + r * x.nb + b;
+      const __m256i p0 = DotQ8Block(q0, a0, xb);
+      const __m256i p1 = DotQ8Block(q1, a1, xb + 32);
+      acc0[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
+                                _mm256_set1_ps(d0 * xd[0]), acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                                _mm256_set1_ps(d1 * xd[1]), acc1[r]);
+    }
   }
-  if (b < nb) {
-    const __m256i p = DotQ8Block(w + 34 * b, x + 32 * b);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                           _mm256_set1_ps(Half(w + 34 * b) * xd[b]), acc0);
+  if (b < x.nb) {
+    const uint8_t* blk = w + 34 * b;
+    const __m256i q = Load(blk + 2), a = _mm256_sign_epi8(q, q);
+    for (int r = 0; r < kR; ++r) {
+      const __m256i p = DotQ8Block(q, a, x.q + r * x.k + 32 * b);
+      acc0[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                                _mm256_set1_ps(Half(blk) * x.d[r * x.nb + b]),
+                                acc0[r]);
+    }
   }
-  return HSum(_mm256_add_ps(acc0, acc1));
+  for (int r = 0; r < kR; ++r) out[r] = HSum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 // q4_0: nibbles 0..15 (low ones first); the offset 8 times x's sum leaves
 // the int32 sum through one lane (cheaper than a scalar f32 term per block).
-HWY_INLINE __m256i DotQ4Block(const uint8_t* blk, const int8_t* x,
-                              int16_t xsum) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
-  const __m256i q = _mm256_and_si256(
-      _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xF));
+HWY_INLINE __m256i Q4Levels(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                          _mm256_set1_epi8(0xF));
+}
+
+HWY_INLINE __m256i DotQ4Block(__m256i q, const int8_t* x, int16_t xsum) {
   return _mm256_sub_epi32(Dot4(q, Load(x)),
                           _mm256_castsi128_si256(_mm_cvtsi32_si128(8 * xsum)));
 }
 
-HWY_INLINE float DotQ4_0(const uint8_t* w, const int8_t* x, const float* xd,
-                         const int16_t* xs32, int64_t nb) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+// x.s: x's sums of 32 levels.
+template <int kR>
+HWY_INLINE void DotQ4_0(const uint8_t* w, const XRows& x, float* out) {
+  __m256 acc0[kR], acc1[kR];
+  for (int r = 0; r < kR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
+  for (; b + 2 <= x.nb; b += 2) {
     const uint8_t* blk = w + 18 * b;
     PrefetchAhead<1>(blk);
-    const __m256i p0 = DotQ4Block(blk + 2, x + 32 * b, xs32[b]);
-    const __m256i p1 = DotQ4Block(blk + 20, x + 32 * b + 32, xs32[b + 1]);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
-                           _mm256_set1_ps(Half(blk) * xd[b]), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
-                           _mm256_set1_ps(Half(blk + 18) * xd[b + 1]), acc1);
+    const __m256i q0 = Q4Levels(blk + 2), q1 = Q4Levels(blk + 20);
+    const float d0 = Half(blk), d1 = Half(blk + 18);
+    for (int r = 0; r < kR; ++r) {
+      const int8_t* xb = x.q + r * x.k + 32 * b;
+      const float* xd = x.d + r * x.nb + b;
+      const int16_t* xs = x.s + r * x.ns + b;
+      const __m256i p0 = DotQ4Block(q0, xb, xs[0]);
+      const __m256i p1 = DotQ4Block(q1, xb + 32, xs[1]);
+      acc0[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
+                                _mm256_set1_ps(d0 * xd[0]), acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                                _mm256_set1_ps(d1 * xd[1]), acc1[r]);
+    }
   }
-  if (b < nb) {
-    const __m256i p = DotQ4Block(w + 18 * b + 2, x + 32 * b, xs32[b]);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                           _mm256_set1_ps(Half(w + 18 * b) * xd[b]), acc0);
+  if (b < x.nb) {
+    const uint8_t* blk = w + 18 * b;
+    const __m256i q = Q4Levels(blk + 2);
+    for (int r = 0; r < kR; ++r) {
+      const __m256i p =
+          DotQ4Block(q, x.q + r * x.k + 32 * b, x.s[r * x.ns + b]);
+      acc0[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                                _mm256_set1_ps(Half(blk) * x.d[r * x.nb + b]),
+                                acc0[r]);
+    }
   }
-  return HSum(_mm256_add_ps(acc0, acc1));
+  for (int r = 0; r < kR; ++r) out[r] = HSum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 // q4_K: per super-block, 8 scales and 8 mins of 6 bits (unpacked with
 // 32-bit word operations), 4 x 32 bytes of nibbles (low nibbles are values
-// 64j .. 64j + 31, high ones the next 32). The mins meet x's sums of 32.
-HWY_INLINE float DotQ4K(const uint8_t* w, const int8_t* x, const float* xd,
-                        const int16_t* xs32, int64_t nb) {
+// 64j .. 64j + 31, high ones the next 32). The mins meet x's sums of 32
+// (x.s).
+template <int kR>
+HWY_INLINE void DotQ4K(const uint8_t* w, const XRows& x, float* out) {
   const __m256i low4 = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  __m128 accm = _mm_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  __m256 acc[kR];
+  __m128 accm[kR];
+  for (int r = 0; r < kR; ++r) {
+    acc[r] = _mm256_setzero_ps();
+    accm[r] = _mm_setzero_ps();
+  }
+  for (int64_t b = 0; b < x.nb; ++b) {
     const uint8_t* blk = w + 144 * b;
-    const int8_t* xb = x + 256 * b;
     PrefetchAhead<3>(blk);
     uint32_t u[3];
     std::memcpy(u, blk + 4, 12);
@@ -189,47 +236,57 @@ HWY_INLINE float DotQ4K(const uint8_t* w, const int8_t* x, const float* xd,
     // Low lane: the 8 scales as int16; high lane: the 8 mins.
     const __m256i sm = _mm256_cvtepu8_epi16(
         _mm_set_epi32(int(m_hi), int(m_lo), int(s_hi), int(s_lo)));
-    const __m128i mins = _mm_madd_epi16(
-        _mm256_extracti128_si256(sm, 1),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs32 + 8 * b)));
+    const __m128i mins16 = _mm256_extracti128_si256(sm, 1);
     const __m256i scales = _mm256_permute4x64_epi64(sm, 0x44);
-    __m256i isum = _mm256_setzero_si256();
+    __m256i isum[kR];
+    for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
       const __m256i q = Load(blk + 16 + 32 * j);
       const __m256i lo = _mm256_and_si256(q, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      const __m256i p0 = _mm256_madd_epi16(
-          _mm256_maddubs_epi16(lo, Load(xb + 64 * j)),
-          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j])));
-      const __m256i p1 = _mm256_madd_epi16(
-          _mm256_maddubs_epi16(hi, Load(xb + 64 * j + 32)),
-          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j + 1])));
-      isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+      const __m256i s0 = _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j]));
+      const __m256i s1 =
+          _mm256_shuffle_epi8(scales, Mask(kMasks.words[2 * j + 1]));
+      for (int r = 0; r < kR; ++r) {
+        const int8_t* xb = x.q + r * x.k + 256 * b + 64 * j;
+        const __m256i p0 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(lo, Load(xb)), s0);
+        const __m256i p1 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, Load(xb + 32)), s1);
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(p0, p1));
+      }
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                          _mm256_set1_ps(Half(blk) * xd[b]), acc);
-    accm = _mm_fmadd_ps(_mm_cvtepi32_ps(mins),
-                        _mm_set1_ps(Half(blk + 2) * xd[b]), accm);
+    const float d = Half(blk), dmin = Half(blk + 2);
+    for (int r = 0; r < kR; ++r) {
+      const float xd = x.d[r * x.nb + b];
+      const __m128i mins = _mm_madd_epi16(
+          mins16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                      x.s + r * x.ns + 8 * b)));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]),
+                               _mm256_set1_ps(d * xd), acc[r]);
+      accm[r] =
+          _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(dmin * xd), accm[r]);
+    }
   }
-  return HSum(acc) - HSum(accm);
+  for (int r = 0; r < kR; ++r) out[r] = HSum(acc[r]) - HSum(accm[r]);
 }
 
 // q6_K: per half (128 values), 64 bytes of low nibbles and 32 of high bit
 // pairs give four 32-value rows of levels 0..63; each row spans two
 // 16-value sub-blocks, whose int8 scales go to the two 128-bit lanes. The
-// offset 32 meets x's sums of 16 through the same scales.
-HWY_INLINE float DotQ6K(const uint8_t* w, const int8_t* x, const float* xd,
-                        const int16_t* xs16, int64_t nb) {
+// offset 32 meets x's sums of 16 (x.s) through the same scales.
+template <int kR>
+HWY_INLINE void DotQ6K(const uint8_t* w, const XRows& x, float* out) {
   const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  __m256 acc[kR];
+  for (int r = 0; r < kR; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < x.nb; ++b) {
     const uint8_t* blk = w + 210 * b;
-    const int8_t* xb = x + 256 * b;
     PrefetchAhead<4>(blk);
     const __m256i sc = _mm256_cvtepi8_epi16(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
-    const __m256i offset = _mm256_madd_epi16(sc, Load(xs16 + 16 * b));
-    __m256i isum = _mm256_setzero_si256();
+    __m256i isum[kR];
+    for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i sch = h == 0 ? _mm256_permute4x64_epi64(sc, 0x44)
                                  : _mm256_permute4x64_epi64(sc, 0xEE);
@@ -245,19 +302,26 @@ HWY_INLINE float DotQ6K(const uint8_t* w, const int8_t* x, const float* xd,
                           _mm256_and_si256(hv, bits45)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), low4),
                           _mm256_and_si256(_mm256_srli_epi16(hv, 2), bits45))};
-      const int8_t* xh = xb + 128 * h;
-      for (int r = 0; r < 4; ++r) {
-        const __m256i p = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(q[r], Load(xh + 32 * r)),
-            _mm256_shuffle_epi8(sch, Mask(kMasks.pairs[2 * r])));
-        isum = _mm256_add_epi32(isum, p);
+      for (int rr = 0; rr < 4; ++rr) {
+        const __m256i s = _mm256_shuffle_epi8(sch, Mask(kMasks.pairs[2 * rr]));
+        for (int r = 0; r < kR; ++r) {
+          const int8_t* xh = x.q + r * x.k + 256 * b + 128 * h;
+          const __m256i p = _mm256_madd_epi16(
+              _mm256_maddubs_epi16(q[rr], Load(xh + 32 * rr)), s);
+          isum[r] = _mm256_add_epi32(isum[r], p);
+        }
       }
     }
-    isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                          _mm256_set1_ps(Half(blk + 208) * xd[b]), acc);
+    const float d = Half(blk + 208);
+    for (int r = 0; r < kR; ++r) {
+      const __m256i offset =
+          _mm256_madd_epi16(sc, Load(x.s + r * x.ns + 16 * b));
+      isum[r] = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(offset, 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]),
+                               _mm256_set1_ps(d * x.d[r * x.nb + b]), acc[r]);
+    }
   }
-  return HSum(acc);
+  for (int r = 0; r < kR; ++r) out[r] = HSum(acc[r]);
 }
 
 }  // namespace x86

@@ -79,6 +79,49 @@ HWY_INLINE void DotTiles(int64_t j0, int64_t j1, int64_t m, float* y,
   }
 }
 
+// Columns t .. end - 1 of rows i .. i + kR - 1 of y by a kernel taking kR
+// rows of x at once (DotTilesOfRows).
+template <int kR, class Dot>
+HWY_INLINE void DotColumns(int64_t t, int64_t end, int64_t i, float* y,
+                           int64_t ldy, const Dot& dot) {
+  for (int64_t j = t; j < end; ++j) {
+    float out[kR];
+    dot.template operator()<kR>(j, i, out);
+    for (int r = 0; r < kR; ++r) y[(i + r) * ldy + j] = out[r];
+  }
+}
+
+// As DotTiles, for kernels that multiply one weight row with kMaxRows rows
+// of x at once (dot.template operator()<R>(j, i, out), R <= kMaxRows, puts
+// W_j . x_{i + r} in out[r]), so that a batch of a few rows of x unpacks
+// each weight block once per kMaxRows rows instead of once per row.
+template <int kMaxRows, class Dot>
+HWY_INLINE void DotTilesOfRows(int64_t j0, int64_t j1, int64_t m, float* y,
+                               int64_t ldy, const Dot& dot) {
+  static_assert(kMaxRows == 4);
+  constexpr int64_t kTile = 16;
+  for (int64_t t = j0; t < j1; t += kTile) {
+    const int64_t end = std::min(j1, t + kTile);
+    int64_t i = 0;
+    for (; i + kMaxRows <= m; i += kMaxRows) {
+      DotColumns<kMaxRows>(t, end, i, y, ldy, dot);
+    }
+    switch (m - i) {
+      case 3:
+        DotColumns<3>(t, end, i, y, ldy, dot);
+        break;
+      case 2:
+        DotColumns<2>(t, end, i, y, ldy, dot);
+        break;
+      case 1:
+        DotColumns<1>(t, end, i, y, ldy, dot);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace nascent::cpu
 HWY_AFTER_NAMESPACE();
