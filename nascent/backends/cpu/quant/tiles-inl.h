@@ -91,6 +91,16 @@ HWY_INLINE void DotColumns(int64_t t, int64_t end, int64_t i, float* y,
   }
 }
 
+// The last m - i < kR rows of a tile (one call, of the size left).
+template <int kR, class Dot>
+HWY_INLINE void DotColumnsLeft(int64_t t, int64_t end, int64_t i, int64_t left,
+                               float* y, int64_t ldy, const Dot& dot) {
+  if constexpr (kR > 0) {
+    if (left == kR) return DotColumns<kR>(t, end, i, y, ldy, dot);
+    DotColumnsLeft<kR - 1>(t, end, i, left, y, ldy, dot);
+  }
+}
+
 // As DotTiles, for kernels that multiply one weight row with kMaxRows rows
 // of x at once (dot.template operator()<R>(j, i, out), R <= kMaxRows, puts
 // W_j . x_{i + r} in out[r]), so that a batch of a few rows of x unpacks
@@ -98,7 +108,6 @@ HWY_INLINE void DotColumns(int64_t t, int64_t end, int64_t i, float* y,
 template <int kMaxRows, class Dot>
 HWY_INLINE void DotTilesOfRows(int64_t j0, int64_t j1, int64_t m, float* y,
                                int64_t ldy, const Dot& dot) {
-  static_assert(kMaxRows == 4);
   constexpr int64_t kTile = 16;
   for (int64_t t = j0; t < j1; t += kTile) {
     const int64_t end = std::min(j1, t + kTile);
@@ -106,19 +115,7 @@ HWY_INLINE void DotTilesOfRows(int64_t j0, int64_t j1, int64_t m, float* y,
     for (; i + kMaxRows <= m; i += kMaxRows) {
       DotColumns<kMaxRows>(t, end, i, y, ldy, dot);
     }
-    switch (m - i) {
-      case 3:
-        DotColumns<3>(t, end, i, y, ldy, dot);
-        break;
-      case 2:
-        DotColumns<2>(t, end, i, y, ldy, dot);
-        break;
-      case 1:
-        DotColumns<1>(t, end, i, y, ldy, dot);
-        break;
-      default:
-        break;
-    }
+    DotColumnsLeft<kMaxRows - 1>(t, end, i, m - i, y, ldy, dot);
   }
 }
 
