@@ -190,8 +190,15 @@ SpeculativeResult speculative_sample(
   if (o.max_tokens == 0) return r;
   while (emit(next)) {
     rule.accept(next);
-    // As in speculative_greedy: `next` ends `all`, evaluated by neither.
-    const int64_t k = std::min<int64_t>(o.n_draft, n_ctx - int64_t(all.size()));
+    // As in speculative_greedy: `next` ends `all`, evaluated by neither. A
+    // round gives at most k + 1 tokens: no more proposals than max_tokens
+    // has room for (serve::Scheduler's rule too, so a seed gives the same
+    // tokens there).
+    int64_t k = std::min<int64_t>(o.n_draft, n_ctx - int64_t(all.size()));
+    if (o.max_tokens >= 0) {
+      k = std::max<int64_t>(
+          0, std::min<int64_t>(k, o.max_tokens - int64_t(r.tokens.size()) - 1));
+    }
     std::vector<TokenId> verify{next};
     for (int64_t j = 0; j < k; ++j) {
       const std::vector<TokenId> fed =

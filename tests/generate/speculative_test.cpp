@@ -293,12 +293,13 @@ TEST_F(Speculative, SampledTokensFollowTheTargetsDistribution) {
   std::vector<double> c1(n_tok, 0.0), c2(n_tok, 0.0);
   int64_t drafted = 0, accepted = 0;
   for (int i = 0; i < n; ++i) {
-    generate::SpeculativeOptions o = opts(3, 2, true);
+    // 4 tokens: the second round has room for 2 proposals.
+    generate::SpeculativeOptions o = opts(3, 4, true);
     o.sampling = sampling;
     o.sampling.seed = uint64_t(i);
     const generate::SpeculativeResult r =
         generate::speculative_sample(*target_, *draft, *tok_, prompt, o);
-    ASSERT_EQ(r.tokens.size(), 2u);
+    ASSERT_EQ(r.tokens.size(), 4u);
     ++c1[size_t(r.tokens[0])];
     ++c2[size_t(r.tokens[1])];
     drafted += r.n_drafted;
