@@ -14,6 +14,8 @@
 // normalize(max(0, p - q)) instead; when all are kept it samples one more
 // from p. Each token then follows p, the target's own sampling
 // distribution (temperature, filters, penalties), whatever the draft.
+// serve::Scheduler runs the same rule per request, its draft steps and
+// verifications batched over the requests.
 //
 //   SpeculativeResult r = speculative_greedy(*target, *draft, tok, prompt,
 //                                            {.n_draft = 4, .max_tokens = 64});
