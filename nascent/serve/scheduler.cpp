@@ -319,15 +319,18 @@ bool Scheduler::emit(Slot& slot, TokenId id, std::span<const float> logits) {
 void Scheduler::propose(const std::vector<Slot*>& decoding) {
   llama::Model& draft = *options_.draft;
   // Proposals per slot: no more than the context holds after the pending
-  // token, nor than the request may still emit beside the target's own.
+  // token, nor than the request may still emit beside the target's own,
+  // and the decode tokens with their proposals within n_batch.
   std::vector<int64_t> k(decoding.size());
   int64_t k_max = 0;
+  const int64_t k_batch =
+      options_.n_batch / std::max<int64_t>(1, int64_t(decoding.size())) - 1;
   for (size_t i = 0; i < decoding.size(); ++i) {
     Slot& s = *decoding[i];
     s.proposals.clear();
     const RequestOptions& o = s.req->options;
-    k[i] = std::min<int64_t>(options_.n_draft,
-                             model_->n_ctx() - int64_t(s.cached.size()) - 1);
+    k[i] = std::min<int64_t>({options_.n_draft, k_batch,
+                              model_->n_ctx() - int64_t(s.cached.size()) - 1});
     if (o.max_tokens >= 0) {
       k[i] = std::min<int64_t>(k[i], o.max_tokens - s.n_generated - 1);
     }
