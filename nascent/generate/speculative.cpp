@@ -267,12 +267,11 @@ std::vector<TokenId> SpeculativeSampler::verify(
         fmt::format("SpeculativeSampler::verify: {} logits for {} rows of {}",
                     target_rows.size(), proposals_.size() + 1, stride));
   }
-  Sampler& target = target_;
-  target = history_;
+  target_ = history_;
   std::vector<TokenId> out;
   for (size_t j = 0; j <= proposals_.size(); ++j) {
     const std::vector<float> p =
-        target.probabilities(target_rows.subspan(j * stride, n_tokens_));
+        target_.probabilities(target_rows.subspan(j * stride, n_tokens_));
     if (j == proposals_.size()) {
       out.push_back(pick_from(p, draw(key, target_draws_)));  // All kept.
       break;
@@ -282,7 +281,7 @@ std::vector<TokenId> SpeculativeSampler::verify(
     // Keep x with probability min(1, p(x) / q(x)); q(x) > 0 as x ~ q.
     if (draw(key, target_draws_) * q[size_t(x)] < p[size_t(x)]) {
       out.push_back(x);
-      target.accept(x);
+      target_.accept(x);
       continue;
     }
     // Refused: draw from the residual max(0, p - q), not empty since
