@@ -39,23 +39,17 @@ struct GenerateArgs {
   bool chat = false;
   std::string system;
   cli::ChatTemplateArgs tmpl;
-  std::string model_draft;  // Speculative decoding (greedy).
+  std::string model_draft;  // Speculative decoding.
   int32_t n_draft = 4;
 };
 
-// Greedy speculative decoding with a draft model: the target's own greedy
-// tokens, streamed, and the acceptance figures on stderr.
+// Speculative decoding with a draft model: the target's own greedy tokens,
+// or tokens from its sampling distribution, streamed, and the acceptance
+// figures on stderr.
 int run_speculative(const GenerateArgs& a, llama::Model& target,
                     const tokenizer::Tokenizer& tok,
                     const std::vector<tokenizer::TokenId>& ids,
                     const generate::GenerateOptions& options) {
-  if (a.model.temp > 0.0f || !options.stop.empty() ||
-      a.model.repeat_penalty != 1.0f || a.model.presence_penalty != 0.0f ||
-      a.model.frequency_penalty != 0.0f) {
-    throw ValueError(
-        "generate: --model-draft is greedy only: give --temp 0 and no "
-        "stop strings or penalties");
-  }
   auto draft =
       llama::load(a.model_draft, target.backend(), {.n_ctx = target.n_ctx()});
   generate::SpeculativeOptions so;
@@ -63,24 +57,41 @@ int run_speculative(const GenerateArgs& a, llama::Model& target,
   so.max_tokens = options.max_tokens;
   so.ignore_eos = options.ignore_eos;
   so.stop_tokens = options.stop_tokens;
+  so.sampling = options.sampling;
   generate::StreamingDetokenizer detok(tok);
+  generate::StopStrings stops(options.stop);
+  auto print = [&](const std::string& text) {
+    if (a.print_ids) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  auto on_token = [&](tokenizer::TokenId id) {
+    print(stops.push(detok.push(id)));
+    return !stops.stopped();
+  };
+  // Plain greedy keeps the argmax path; penalties or temperature > 0 take
+  // the sampled rule (which is greedy with penalties at temperature 0).
+  const generate::SamplingOptions& s = options.sampling;
+  const bool plain_greedy = s.temperature <= 0.0f && s.repeat_penalty == 1.0f &&
+                            s.presence_penalty == 0.0f &&
+                            s.frequency_penalty == 0.0f;
   const auto t0 = std::chrono::steady_clock::now();
-  const generate::SpeculativeResult r = generate::speculative_greedy(
-      target, *draft, tok, ids, so, [&](tokenizer::TokenId id) {
-        if (!a.print_ids) {
-          const std::string text = detok.push(id);
-          std::fwrite(text.data(), 1, text.size(), stdout);
-          std::fflush(stdout);
-        }
-        return true;
-      });
+  const generate::SpeculativeResult r =
+      plain_greedy
+          ? generate::speculative_greedy(target, *draft, tok, ids, so, on_token)
+          : generate::speculative_sample(target, *draft, tok, ids, so,
+                                         on_token);
   const double ms = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
   if (a.print_ids) {
     fmt::print("[{}]\n", fmt::join(r.tokens, ", "));
   } else {
-    fmt::print("{}\n", detok.flush());
+    if (!stops.stopped()) {
+      print(stops.push(detok.flush()));
+      if (!stops.stopped()) print(stops.flush());
+    }
+    fmt::print("\n");
   }
   std::fflush(stdout);
   fmt::print(
@@ -253,8 +264,9 @@ NASCENT_COMMAND(
                      "a system message before it (with --chat)");
       cli::add_chat_template_options(sub, a->tmpl);
       sub.add_option("--model-draft", a->model_draft,
-                     "a draft model for speculative decoding (greedy, "
-                     "--temp 0): the same tokens, fewer target passes")
+                     "a draft model for speculative decoding: the target's "
+                     "greedy tokens (--temp 0) or samples of its "
+                     "distribution, in fewer target passes")
           ->check(CLI::ExistingFile);
       sub.add_option("--draft", a->n_draft,
                      "tokens the draft proposes per round")

@@ -3,7 +3,8 @@
 // (Debian's libcpp-httplib-dev): one thread per connection from a pool
 // sized for every slot and queue entry, so streaming clients never wait for
 // a thread. SIGINT/SIGTERM: new requests get 503, running ones have
-// --shutdown-grace seconds to finish, then are cancelled.
+// --shutdown-grace seconds to finish, then are cancelled. --model-draft
+// makes decoding speculative (serve::SchedulerOptions::draft).
 #include <pthread.h>
 #include <signal.h>
 
@@ -40,6 +41,8 @@ struct ServeArgs {
   double grace_s = 5;
   size_t max_body = 8 << 20;
   cli::ChatTemplateArgs tmpl;
+  std::string model_draft;  // Speculative decoding.
+  int32_t n_draft = 4;
 };
 
 int run_serve(const ServeArgs& a) {
@@ -83,9 +86,18 @@ int run_serve(const ServeArgs& a) {
   st.limits.default_max_tokens = a.n_predict;
   st.request_timeout = std::chrono::milliseconds(int64_t(a.timeout_s * 1000.0));
   st.api_key = a.api_key;
+  std::shared_ptr<llama::Model> draft;
+  if (!a.model_draft.empty()) {
+    // The target's slots and context, on its backend.
+    draft = llama::load(a.model_draft, st.model->backend(),
+                        {.n_ctx = st.model->n_ctx(), .n_seq = a.n_parallel});
+  }
   st.scheduler = std::make_unique<serve::Scheduler>(
       st.model, *st.tokenizer,
-      serve::SchedulerOptions{.max_queue = a.max_queue, .n_batch = a.n_batch});
+      serve::SchedulerOptions{.max_queue = a.max_queue,
+                              .n_batch = a.n_batch,
+                              .draft = draft,
+                              .n_draft = a.n_draft});
 
   httplib::Server svr;
   const size_t threads = size_t(a.n_parallel + a.max_queue + 8);
@@ -121,10 +133,17 @@ int run_serve(const ServeArgs& a) {
     svr.stop();
   });
   fmt::print(stderr,
-             "serve: {} on {} ({} slots of {} positions), listening on "
+             "serve: {} on {} ({} slots of {} positions{}), listening on "
              "http://{}:{}\n",
              st.model_name, describe_backend(st.model->backend()), a.n_parallel,
-             st.model->n_ctx(), a.host, port);
+             st.model->n_ctx(),
+             draft
+                 ? fmt::format(
+                       ", draft {} proposing {}",
+                       std::filesystem::path(a.model_draft).filename().string(),
+                       a.n_draft)
+                 : "",
+             a.host, port);
   std::fflush(stderr);
   const bool ok = svr.listen_after_bind();
   if (!st.closing) {
@@ -195,5 +214,14 @@ NASCENT_COMMAND(
                      "largest request body in bytes (413 beyond)")
           ->capture_default_str();
       cli::add_chat_template_options(sub, a->tmpl);
+      sub.add_option("--model-draft", a->model_draft,
+                     "a draft model for speculative decoding: the same "
+                     "greedy tokens, samples of the same distribution, in "
+                     "fewer target passes")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--draft", a->n_draft,
+                     "tokens the draft proposes per sequence and step")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 64));
       return [a] { return run_serve(*a); };
     });

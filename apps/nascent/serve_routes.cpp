@@ -199,6 +199,11 @@ std::string metrics_text(const ServerState& st) {
          double(s.cached_tokens_total));
   metric("generated_tokens_total", "counter", "Tokens generated.",
          double(s.generated_tokens_total));
+  metric("draft_tokens_total", "counter",
+         "Tokens the draft model proposed (speculative decoding).",
+         double(s.drafted_tokens_total));
+  metric("draft_tokens_accepted_total", "counter",
+         "Proposed tokens the target kept.", double(s.accepted_tokens_total));
   metric("steps_total", "counter", "Batched forward steps.",
          double(s.steps_total));
   metric("busy_seconds_total", "counter", "Seconds spent in steps.",

@@ -119,7 +119,7 @@ Sampler::Sampler(SamplingOptions options) : options_(options) {
         fmt::format("repeat_last_n {} is below -1", o.repeat_last_n));
 }
 
-tokenizer::TokenId Sampler::sample(std::span<const float> logits) {
+void Sampler::process(std::span<const float> logits) {
   if (logits.empty()) throw ValueError("sampler: no logits");
   const SamplingOptions& o = options_;
   candidates_.resize(logits.size());
@@ -136,15 +136,28 @@ tokenizer::TokenId Sampler::sample(std::span<const float> logits) {
   if (o.temperature <= 0.0f) {
     auto best =
         std::min_element(candidates_.begin(), candidates_.end(), by_logit);
-    return best->id;
+    candidates_ = {{best->id, best->logit, 1.0f}};
+    return;
   }
   top_k(candidates_, o.top_k);
   top_p(candidates_, o.top_p);
   min_p(candidates_, o.min_p);
   apply_temperature(candidates_, o.temperature);
   softmax(candidates_);
-  std::array<uint32_t, 4> r = philox4x32(draws_++, o.seed);
+}
+
+tokenizer::TokenId Sampler::sample(std::span<const float> logits) {
+  process(logits);
+  if (options_.temperature <= 0.0f) return candidates_[0].id;
+  std::array<uint32_t, 4> r = philox4x32(draws_++, options_.seed);
   return candidates_[pick(candidates_, uint_to_unit_double(r[0], r[1]))].id;
+}
+
+std::vector<float> Sampler::probabilities(std::span<const float> logits) {
+  process(logits);
+  std::vector<float> p(logits.size(), 0.0f);
+  for (const Candidate& c : candidates_) p[size_t(c.id)] = c.p;
+  return p;
 }
 
 void Sampler::accept(tokenizer::TokenId id) {

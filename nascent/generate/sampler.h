@@ -64,6 +64,11 @@ class Sampler {
   // accept() with the token actually used (also for prompt tokens, so
   // penalties see them).
   tokenizer::TokenId sample(std::span<const float> logits);
+  // The distribution sample() draws from for these logits, one entry per
+  // id: penalties, filters and temperature applied, 0 for the ids the
+  // filters cut; greedy: 1 for the id sample() returns. Draws nothing
+  // (speculative decoding's p and q).
+  std::vector<float> probabilities(std::span<const float> logits);
   void accept(tokenizer::TokenId id);
   void reset();  // Forgets the history; the draw sequence restarts.
 
@@ -75,6 +80,10 @@ class Sampler {
   std::deque<tokenizer::TokenId> history_;
   uint64_t draws_ = 0;
   std::vector<Candidate> candidates_;
+
+  // Leaves in candidates_ the ids sample() may pick and their p (greedy:
+  // the best one, p = 1).
+  void process(std::span<const float> logits);
 };
 
 }  // namespace nascent::generate

@@ -1,7 +1,9 @@
 // The continuous-batching loop: admit queued requests into idle slots
 // (longest cached prefix first), drop cancelled and timed-out ones, run one
 // forward_batch over every active slot's next tokens, sample for those whose
-// prompt is done, stream and finish.
+// prompt is done, stream and finish. With a draft model the decode tokens
+// come with the draft's proposals, and the draft follows each slot's
+// prompt chunks and kept tokens in its own cache.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "nascent/generate/speculative.h"
 #include "nascent/generate/stream.h"
 #include "nascent/serve/request_state.h"
 
@@ -24,6 +27,10 @@ struct Scheduler::Slot {
   // The request it serves (null: idle) and that request's progress.
   std::shared_ptr<detail::RequestState> req;
   std::optional<generate::Sampler> sampler;
+  std::optional<generate::SpeculativeSampler> spec;  // With a draft instead.
+  std::vector<TokenId> draft_cached;  // The tokens of the draft's cache.
+  std::vector<TokenId> proposals;     // The draft's, this step.
+  std::vector<TokenId> verify;        // The pending token, then proposals.
   std::optional<generate::StreamingDetokenizer> detok;
   std::optional<generate::StopStrings> stops;
   int32_t pending = -1;  // Sampled, not yet evaluated (-1: in the prompt).
@@ -74,6 +81,17 @@ Scheduler::Scheduler(std::shared_ptr<llama::Model> model,
     throw ValueError(fmt::format(
         "serve::Scheduler: max_queue = {} must be >= 0 and n_batch = {} >= 1",
         options_.max_queue, options_.n_batch));
+  }
+  const std::shared_ptr<llama::Model>& d = options_.draft;
+  if (d != nullptr && (d->config().n_vocab != model_->config().n_vocab ||
+                       d->n_seq() < model_->n_seq() ||
+                       d->n_ctx() < model_->n_ctx() || options_.n_draft < 1)) {
+    throw ValueError(fmt::format(
+        "serve::Scheduler: the draft model ({} tokens, {} slots of {} "
+        "positions, n_draft = {}) needs the target's vocabulary ({}), at "
+        "least its {} slots of {} and n_draft >= 1",
+        d->config().n_vocab, d->n_seq(), d->n_ctx(), options_.n_draft,
+        model_->config().n_vocab, model_->n_seq(), model_->n_ctx()));
   }
   for (int32_t s = 0; s < model_->n_seq(); ++s) {
     slots_.push_back(std::make_unique<Slot>());
@@ -185,8 +203,22 @@ void Scheduler::admit() {
     model_->truncate(int64_t(best_common), slot.seq);
     slot.cached.resize(best_common);
     const RequestOptions& o = slot.req->options;
-    slot.sampler.emplace(o.sampling);
-    for (const TokenId id : slot.req->prompt) slot.sampler->accept(id);
+    if (options_.draft) {
+      // The draft keeps what its cache shares with the prompt.
+      const std::vector<TokenId>& p = slot.req->prompt;
+      size_t common = 0;
+      while (common < slot.draft_cached.size() && common + 1 < p.size() &&
+             slot.draft_cached[common] == p[common]) {
+        ++common;
+      }
+      options_.draft->truncate(int64_t(common), slot.seq);
+      slot.draft_cached.resize(common);
+      slot.spec.emplace(o.sampling, tokenizer_.size());
+      for (const TokenId id : p) slot.spec->accept(id);
+    } else {
+      slot.sampler.emplace(o.sampling);
+      for (const TokenId id : slot.req->prompt) slot.sampler->accept(id);
+    }
     slot.detok.emplace(tokenizer_);
     slot.stops.emplace(o.stop);
     slot.pending = -1;
@@ -220,11 +252,24 @@ void Scheduler::finish(Slot& slot, FinishReason reason,
   end(slot, std::move(e));
 }
 
-void Scheduler::sample(Slot& slot, std::span<const float> logits) {
+void Scheduler::fail(Slot& slot, const std::string& error) {
+  model_->truncate(0, slot.seq);
+  slot.cached.clear();
+  if (options_.draft) {
+    options_.draft->truncate(0, slot.seq);
+    slot.draft_cached.clear();
+  }
+  finish(slot, FinishReason::error, error);
+}
+
+bool Scheduler::emit(Slot& slot, TokenId id, std::span<const float> logits) {
   const RequestOptions& o = slot.req->options;
   const std::span<const float> row = logits.first(tokenizer_.size());
-  const TokenId id = slot.sampler->sample(row);
-  slot.sampler->accept(id);
+  if (slot.spec) {
+    slot.spec->accept(id);
+  } else {
+    slot.sampler->accept(id);
+  }
   ++slot.n_generated;
   Event e;
   if (o.top_logprobs >= 0) {
@@ -258,7 +303,7 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
     e.completion_tokens = slot.n_generated;
     slot.req->push(std::move(e));
     slot.pending = id;
-    return;
+    return false;
   }
   // The last event carries this token and what the detokenizer and the
   // stop strings still hold.
@@ -268,6 +313,68 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
   }
   e.finish = *done;
   end(slot, std::move(e));
+  return true;
+}
+
+void Scheduler::propose(const std::vector<Slot*>& decoding) {
+  llama::Model& draft = *options_.draft;
+  // Proposals per slot: no more than the context holds after the pending
+  // token, nor than the request may still emit beside the target's own,
+  // and the decode tokens with their proposals within n_batch.
+  std::vector<int64_t> k(decoding.size());
+  int64_t k_max = 0;
+  const int64_t k_batch =
+      options_.n_batch / std::max<int64_t>(1, int64_t(decoding.size())) - 1;
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    Slot& s = *decoding[i];
+    s.proposals.clear();
+    const RequestOptions& o = s.req->options;
+    k[i] = std::min<int64_t>({options_.n_draft, k_batch,
+                              model_->n_ctx() - int64_t(s.cached.size()) - 1});
+    if (o.max_tokens >= 0) {
+      k[i] = std::min<int64_t>(k[i], o.max_tokens - s.n_generated - 1);
+    }
+    k[i] = std::max<int64_t>(k[i], 0);
+    k_max = std::max(k_max, k[i]);
+  }
+  std::vector<std::vector<TokenId>> fed(decoding.size());
+  for (int64_t j = 0; j < k_max; ++j) {
+    std::vector<llama::SeqChunk> chunks;
+    std::vector<size_t> owners;
+    for (size_t i = 0; i < decoding.size(); ++i) {
+      Slot& s = *decoding[i];
+      if (!s.req || k[i] <= j) continue;
+      if (j == 0) {
+        // What the draft lacks of the sequence, the pending token included.
+        fed[i].assign(s.cached.begin() + int64_t(s.draft_cached.size()),
+                      s.cached.end());
+        fed[i].push_back(s.pending);
+      } else {
+        fed[i] = {s.proposals.back()};
+      }
+      chunks.push_back({.seq = s.seq,
+                        .n_past = int64_t(s.draft_cached.size()),
+                        .tokens = fed[i],
+                        .n_logits = 1});
+      owners.push_back(i);
+    }
+    if (chunks.empty()) return;
+    std::vector<float> rows;
+    try {
+      rows = draft.forward_batch(chunks).to_vector<float>();
+    } catch (const std::exception& ex) {
+      for (const size_t i : owners) fail(*decoding[i], ex.what());
+      continue;
+    }
+    const size_t n_vocab = size_t(draft.config().n_vocab);
+    for (size_t r = 0; r < owners.size(); ++r) {
+      Slot& s = *decoding[owners[r]];
+      s.draft_cached.insert(s.draft_cached.end(), fed[owners[r]].begin(),
+                            fed[owners[r]].end());
+      s.proposals.push_back(s.spec->propose(
+          std::span<const float>(rows).subspan(r * n_vocab, n_vocab)));
+    }
+  }
 }
 
 bool Scheduler::step() {
@@ -291,21 +398,31 @@ bool Scheduler::step() {
   }
   // Then the freed slots take queued requests.
   admit();
-  // Decode tokens first (one each), then prompt chunks in what is left.
+  const auto t0 = Clock::now();
+  std::vector<Slot*> decoding;
+  for (auto& s : slots_) {
+    if (s->req && s->pending >= 0) decoding.push_back(s.get());
+  }
+  if (options_.draft) propose(decoding);
+  // Decode tokens first (each with its proposals), then prompt chunks in
+  // what is left.
   std::vector<llama::SeqChunk> chunks;
   std::vector<Slot*> owners;
   int64_t budget = options_.n_batch;
-  int64_t n_decode = 0;
-  for (auto& s : slots_) {
-    if (!s->req || s->pending < 0) continue;
-    ++n_decode;
+  int64_t n_prompt = 0;
+  for (Slot* s : decoding) {
+    if (!s->req) continue;  // The draft failed.
+    s->verify = {s->pending};
+    s->verify.insert(s->verify.end(), s->proposals.begin(), s->proposals.end());
     chunks.push_back({.seq = s->seq,
                       .n_past = int64_t(s->cached.size()),
-                      .tokens = {&s->pending, 1},
-                      .n_logits = 1});
-    owners.push_back(s.get());
-    --budget;
+                      .tokens = s->verify,
+                      .n_logits = int64_t(s->verify.size())});
+    owners.push_back(s);
+    budget -= int64_t(s->verify.size());
   }
+  std::vector<llama::SeqChunk> draft_chunks;
+  std::vector<Slot*> draft_owners;
   for (auto& s : slots_) {
     if (!s->req || s->pending >= 0 || budget <= 0) continue;
     const std::vector<TokenId>& prompt = s->req->prompt;
@@ -318,35 +435,77 @@ bool Scheduler::step() {
                       .n_logits = last ? 1 : 0});
     owners.push_back(s.get());
     budget -= m;
+    n_prompt += m;
+    // The draft reads the prompt as the target does.
+    const size_t d = s->draft_cached.size();
+    if (options_.draft && d < done + size_t(m)) {
+      draft_chunks.push_back(
+          {.seq = s->seq,
+           .n_past = int64_t(d),
+           .tokens = {prompt.data() + d, done + size_t(m) - d},
+           .n_logits = 0});
+      draft_owners.push_back(s.get());
+    }
   }
-  if (chunks.empty()) return false;
-  const auto t0 = Clock::now();
+  if (chunks.empty()) return !decoding.empty();
   Tensor logits;
   try {
+    if (!draft_chunks.empty()) options_.draft->forward_batch(draft_chunks);
     logits = model_->forward_batch(chunks);
   } catch (const std::exception& ex) {
     // The batch's caches are unknown now: forget them.
-    for (Slot* s : owners) {
-      model_->truncate(0, s->seq);
-      s->cached.clear();
-      finish(*s, FinishReason::error, ex.what());
-    }
+    for (Slot* s : owners) fail(*s, ex.what());
     return true;
   }
-  int64_t n_tokens = 0, row = 0, generated = 0;
+  for (size_t i = 0; i < draft_chunks.size(); ++i) {
+    Slot& s = *draft_owners[i];
+    s.draft_cached.insert(s.draft_cached.end(), draft_chunks[i].tokens.begin(),
+                          draft_chunks[i].tokens.end());
+  }
+  int64_t n_tokens = 0, row = 0, generated = 0, drafted = 0, accepted = 0;
   std::vector<float> host;
   if (logits.defined()) host = logits.to_vector<float>();
   const size_t n_vocab = size_t(model_->config().n_vocab);
   for (size_t i = 0; i < chunks.size(); ++i) {
     Slot& s = *owners[i];
-    s.cached.insert(s.cached.end(), chunks[i].tokens.begin(),
-                    chunks[i].tokens.end());
-    n_tokens += int64_t(chunks[i].tokens.size());
-    if (chunks[i].n_logits == 0) continue;
-    sample(s, std::span<const float>(host).subspan(size_t(row) * n_vocab,
-                                                   n_vocab));
-    ++row;
-    ++generated;
+    const std::span<const int32_t> tokens = chunks[i].tokens;
+    n_tokens += int64_t(tokens.size());
+    const size_t n_rows = size_t(chunks[i].n_logits);
+    const std::span<const float> rows = std::span<const float>(host).subspan(
+        size_t(row) * n_vocab, n_rows * n_vocab);
+    row += int64_t(n_rows);
+    if (!s.spec) {
+      s.cached.insert(s.cached.end(), tokens.begin(), tokens.end());
+      if (n_rows == 0) continue;
+      emit(s, s.sampler->sample(rows.first(tokenizer_.size())), rows);
+      ++generated;
+      continue;
+    }
+    // The prompt chunk or the pending token is in the cache now; of the
+    // proposals, those kept.
+    const size_t n_proposed = s.proposals.size();
+    s.cached.insert(s.cached.end(), tokens.begin(),
+                    tokens.end() - int64_t(n_proposed));
+    if (n_rows > 0) {
+      const std::vector<TokenId> out = s.spec->verify(rows, n_vocab);
+      drafted += int64_t(n_proposed);
+      accepted += int64_t(out.size()) - 1;
+      for (size_t j = 0; j < out.size(); ++j) {
+        ++generated;
+        if (emit(s, out[j], rows.subspan(j * n_vocab, n_vocab))) break;
+        if (j + 1 < out.size()) s.cached.push_back(out[j]);
+      }
+    }
+    s.proposals.clear();
+    // Both caches back to the tokens kept.
+    model_->truncate(int64_t(s.cached.size()), s.seq);
+    size_t d = 0;
+    while (d < s.draft_cached.size() && d < s.cached.size() &&
+           s.draft_cached[d] == s.cached[d]) {
+      ++d;
+    }
+    s.draft_cached.resize(d);
+    options_.draft->truncate(int64_t(d), s.seq);
   }
   const auto t1 = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -354,7 +513,9 @@ bool Scheduler::step() {
   stats_.last_batch_tokens = n_tokens;
   stats_.last_batch_sequences = int64_t(chunks.size());
   stats_.generated_tokens_total += generated;
-  stats_.prompt_tokens_total += n_tokens - n_decode;
+  stats_.drafted_tokens_total += drafted;
+  stats_.accepted_tokens_total += accepted;
+  stats_.prompt_tokens_total += n_prompt;
   stats_.busy_seconds += std::chrono::duration<double>(t1 - t0).count();
   recent_.emplace_back(t1, generated);
   while (!recent_.empty() &&

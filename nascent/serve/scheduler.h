@@ -19,6 +19,13 @@
 // top_k, top_p, min_p, penalties, seed) and shown through
 // generate::StreamingDetokenizer and generate::StopStrings, as `nascent
 // generate` does: greedy output of a request is the one it gets alone.
+//
+// With a draft model (SchedulerOptions::draft) decoding is speculative:
+// each step the draft proposes up to n_draft tokens for every decoding
+// sequence (its steps batched over the sequences), one target forward
+// verifies them all, and generate::SpeculativeSampler keeps what the
+// target's distribution allows (greedy: exactly the target's tokens), so a
+// step may give a sequence several tokens.
 #pragma once
 
 #include <atomic>
@@ -136,6 +143,11 @@ struct SchedulerOptions {
   int32_t max_queue = 64;
   // Tokens per step at most: decode tokens first, then prompt chunks.
   int64_t n_batch = 512;
+  // Speculative decoding: a draft model with the target's vocabulary and at
+  // least its sequence slots and context (null: none), and the tokens it
+  // proposes per sequence and step (>= 1).
+  std::shared_ptr<llama::Model> draft = nullptr;
+  int32_t n_draft = 4;
 };
 
 // Counters for /metrics (a snapshot).
@@ -146,6 +158,8 @@ struct Stats {
   int64_t prompt_tokens_total = 0;  // Evaluated (not reused).
   int64_t cached_tokens_total = 0;  // Reused from slot caches.
   int64_t generated_tokens_total = 0;
+  int64_t drafted_tokens_total = 0;   // Proposed by the draft model.
+  int64_t accepted_tokens_total = 0;  // Of those, kept.
   int64_t steps_total = 0;
   int64_t queue_length = 0;
   int64_t slots_active = 0;
@@ -160,7 +174,8 @@ struct Stats {
 class Scheduler {
  public:
   // One slot per model sequence (model->n_seq()). ValueError for bad
-  // options or a tokenizer larger than the model's vocabulary.
+  // options, a tokenizer larger than the model's vocabulary, or a draft
+  // whose vocabulary, slots or context do not match.
   Scheduler(std::shared_ptr<llama::Model> model, tokenizer::Tokenizer tokenizer,
             SchedulerOptions options = {});
   ~Scheduler();  // shutdown(0).
@@ -197,7 +212,13 @@ class Scheduler {
   // Sends the last event (totals filled in) and frees the slot.
   void end(Slot& slot, Event e);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
-  void sample(Slot& slot, std::span<const float> logits);
+  // Forgets the slot's caches after a failed forward and ends its request.
+  void fail(Slot& slot, const std::string& error);
+  // Streams a chosen token (`logits`: the target's row it came from); true
+  // when the request ended with it.
+  bool emit(Slot& slot, tokenizer::TokenId id, std::span<const float> logits);
+  // The draft's proposals for each decoding slot (Slot::proposals).
+  void propose(const std::vector<Slot*>& decoding);
   void loop();
 
   std::shared_ptr<llama::Model> model_;

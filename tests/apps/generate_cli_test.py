@@ -3,7 +3,8 @@
 LLaMA file written here (F32, GQA, a byte-level SentencePiece vocabulary):
 greedy determinism, the logits dump against greedy ids, --device
 (cpu:composed gives the same greedy text and logits within float noise),
-stop strings, piped chat, and argument errors.
+stop strings, a draft model (--model-draft), piped chat, and argument
+errors.
 
 Usage: generate_cli_test.py NASCENT_BINARY
 Exit status: 0 passed, 1 failed.
@@ -189,6 +190,28 @@ def main():
             check(r.stdout.decode(errors="replace") ==
                   text[:text.index(stop)] + "\n",
                   f"stop {stop!r}: {r.stdout!r} vs {text!r}")
+
+        # A draft model: greedy gives the target's text (stop strings
+        # included); sampling is seeded.
+        draft = os.path.join(tmp, "draft.gguf")
+        write_model(draft, seed=2)
+        r = run(binary, *greedy, "-p", "the cat", "-n", "24", "-md", draft,
+                "--draft", "3")
+        check(r.returncode == 0 and r.stdout == a.stdout and
+              b"drafted tokens accepted" in r.stderr,
+              f"-md greedy: {r.stdout!r} vs {a.stdout!r} {r.stderr!r}")
+        if stop is not None:
+            r = run(binary, *greedy, "-p", "the cat", "-n", "24", "-r", stop,
+                    "-md", model)
+            check(r.stdout.decode(errors="replace") ==
+                  text[:text.index(stop)] + "\n",
+                  f"-md stop {stop!r}: {r.stdout!r} vs {text!r}")
+        sampled = ["generate", "-m", model, "-md", draft, "--temp", "0.8",
+                   "-s", "5", "-p", "the cat", "-n", "16", "--print-ids"]
+        r, r2 = run(binary, *sampled), run(binary, *sampled)
+        check(r.returncode == 0 and r.stdout == r2.stdout and
+              len(r.stdout.split(b",")) == 16,
+              f"-md sampled: {r.stdout!r} {r2.stdout!r} {r.stderr!r}")
 
         # Chat from a pipe: a reply per line; the second turn reuses the
         # cached first, a long message, and evaluates far fewer tokens.

@@ -5,8 +5,9 @@ usage chunk) and streamed text equal to the non-streamed text; errors in
 OpenAI's JSON shape with their statuses (400, 401, 404, 413, 503); 16
 concurrent streaming greedy clients each getting exactly the tokens they
 get alone; a client that drops mid-stream freeing its slot; /tokenize,
-/detokenize, /metrics; SIGTERM ending the server cleanly with a stream in
-flight. Every loop is bounded in count and time.
+/detokenize, /metrics; a server with a draft model (--model-draft) giving
+the same greedy tokens and seeded samples; SIGTERM ending the server
+cleanly with a stream in flight. Every loop is bounded in count and time.
 
 Usage: serve_http_test.py NASCENT_BINARY
 Exit status: 0 passed, 1 failed, 77 skipped (no curl).
@@ -269,6 +270,42 @@ def test_tokenize(srv):
     check(got == 200 and m["data"][0]["id"] == "model.gguf", "/v1/models")
 
 
+def test_draft(srv, binary, model, draft):
+    """Concurrent greedy streams through speculative decoding get the
+    tokens the plain server gives; a seeded sampled request repeats."""
+    prompts = ["Draft prompt %d: %s" % (i, "ab" * i) for i in range(4)]
+    want = [solo(srv, completion(20, p)) for p in prompts]
+    spec = Server(binary, model, "-np", "4", "-md", draft, "--draft", "3")
+    try:
+        results = {}
+        threads = [threading.Thread(target=stream, args=(
+            spec, completion(20, p), results, i))
+            for i, p in enumerate(prompts)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for i in range(4):
+            got = results.get(i)
+            check(got is not None and got[:3] == want[i],
+                  "draft client %d: %r, plain %r" % (
+                      i, got and got[:3], want[i]))
+        sampled = completion(16, "Once", temperature=0.8, seed=5,
+                             ignore_eos=True)
+        a, b = solo(spec, sampled), solo(spec, sampled)
+        check(a == b and len(a[1]) == 16, "seeded draft sampling: %r %r" % (
+            a, b))
+        m = spec.metrics()
+        check(m["nascent_draft_tokens_total"] > 0 and
+              0 <= m["nascent_draft_tokens_accepted_total"]
+              <= m["nascent_draft_tokens_total"],
+              "draft metrics %r" % {k: v for k, v in m.items()
+                                    if "draft" in k})
+        check(spec.wait_idle(), "draft server idle after")
+    finally:
+        check(spec.stop() == 0, "draft server exit status")
+
+
 def test_sigterm_with_stream(binary, model):
     # (model: the slow one, still generating when the signal comes.)
     srv = Server(binary, model, "-np", "2", "--shutdown-grace", "0.3")
@@ -293,6 +330,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         model = make_model(binary, tmp)
         slow = make_model(binary, tmp, name="slow.gguf", dim=256, layers=4)
+        draft = make_model(binary, tmp, seed=2, name="draft.gguf", layers=1)
         srv = Server(binary, model, "-np", "8", "-c", "4096", "--max-body",
                      "65536")
         slow_srv = Server(binary, slow, "-np", "2")
@@ -305,7 +343,9 @@ def main():
                              ("concurrent", lambda: test_concurrent_greedy(
                                  srv)),
                              ("drop", lambda: test_drop_frees_slot(
-                                 slow_srv))]:
+                                 slow_srv)),
+                             ("draft", lambda: test_draft(srv, binary, model,
+                                                          draft))]:
                 t0 = time.time()
                 fn()
                 print("%s: %.1f s" % (name, time.time() - t0), flush=True)

@@ -169,6 +169,33 @@ TEST(Sampler, FrequenciesFollowTheFilteredDistribution) {
   expect_frequencies(o, logits, {0.5 / 0.8, 0.3 / 0.8, 0, 0});
 }
 
+TEST(Sampler, ProbabilitiesAreWhatSampleDrawsFrom) {
+  SamplingOptions o;
+  o.top_k = 3;
+  o.top_p = 1.0f;
+  o.min_p = 0.0f;
+  o.temperature = 1.0f;
+  o.presence_penalty = std::log(2.0f);  // Halves the odds of a seen token.
+  Sampler s(o);
+  s.accept(0);
+  const std::vector<float> logits = logits_of({0.4f, 0.3f, 0.2f, 0.1f});
+  // Token 0 drops to 0.2; top_k keeps 0, 1 and 2.
+  const std::vector<float> p = s.probabilities(logits);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_NEAR(p[0], 0.2 / 0.7, 1e-6);
+  EXPECT_NEAR(p[1], 0.3 / 0.7, 1e-6);
+  EXPECT_NEAR(p[2], 0.2 / 0.7, 1e-6);
+  EXPECT_EQ(p[3], 0.0f);
+  EXPECT_EQ(s.draws(), 0u);
+  expect_frequencies(o, logits, {0.4 / 0.9, 0.3 / 0.9, 0.2 / 0.9, 0});
+  // Greedy: all on the token sample() returns.
+  o.temperature = 0.0f;
+  Sampler g(o);
+  g.accept(0);
+  EXPECT_EQ(g.probabilities(logits), (std::vector<float>{0, 1, 0, 0}));
+  EXPECT_EQ(g.sample(logits), 1);
+}
+
 TEST(Sampler, RejectsBadOptionsAndLogits) {
   auto bad = [](auto&& set, const char* what) {
     SamplingOptions o;

@@ -4,12 +4,15 @@
 // for the next request at once; a full queue and bad requests are refused;
 // a cached prefix is reused; stop strings, max_tokens and logprobs; the
 // threaded loop and its shutdown; events never split a UTF-8 character.
+// With a draft model: greedy requests still get their solo tokens, seeded
+// sampled ones generate::speculative_sample's, and the caches end idle.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/generate/generator.h"
+#include "nascent/generate/speculative.h"
 #include "nascent/generate/stream.h"
 #include "nascent/models/llama/random_model.h"
 #include "nascent/serve/scheduler.h"
@@ -153,6 +156,93 @@ TEST_F(SchedulerTest, SampledRequestsFollowTheirSeedWhateverTheBatch) {
   std::vector<Outcome> out;
   run(s, reqs, out);
   EXPECT_EQ(out[1].tokens, want.tokens);
+}
+
+TEST_F(SchedulerTest, DraftModelKeepsTheTargetsTokens) {
+  llama::RandomModelConfig c;
+  c.n_ctx = 128;
+  c.seed = 3;
+  c.type = QuantType::q8_0;  // Close to the target: most proposals kept.
+  llama::write_random_model(c, dir_.file("q8.gguf"));
+  c.type = QuantType::f32;
+  c.seed = 77;  // Unrelated: most refused.
+  llama::write_random_model(c, dir_.file("other.gguf"));
+  const std::vector<std::string> texts = {
+      "Once upon a time", "The quick brown fox jumps over the lazy dog", "a",
+      "Hello, world! How are you today?", "1 2 3 4 5 6 7 8 9 10 11"};
+  serve::RequestOptions sampled;
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.top_p = 0.9f;
+  sampled.sampling.seed = 42;
+  sampled.max_tokens = 20;
+  sampled.ignore_eos = true;
+  for (const char* d : {"q8.gguf", "other.gguf"}) {
+    SCOPED_TRACE(d);
+    auto draft = llama::load(dir_.file(d), backend(), {.n_ctx = 128});
+    generate::SpeculativeOptions so;
+    so.n_draft = 3;
+    so.max_tokens = sampled.max_tokens;
+    so.ignore_eos = true;
+    so.sampling = sampled.sampling;
+    const std::vector<TokenId> sampled_want =
+        generate::speculative_sample(*model(1), *draft, *tok_,
+                                     prompt("Once upon"), so)
+            .tokens;
+    // 2 slots for 6 requests, 8 tokens a step: prompts in chunks beside
+    // verifications, slots (and both caches) reused.
+    auto target = model(2);
+    auto drafts =
+        llama::load(dir_.file(d), backend(), {.n_ctx = 128, .n_seq = 2});
+    serve::Scheduler s(
+        target, *tok_,
+        {.max_queue = 8, .n_batch = 8, .draft = drafts, .n_draft = 3});
+    std::vector<serve::Request> reqs;
+    std::vector<serve::RequestOptions> opts;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      opts.push_back(greedy(int32_t(6 + 4 * i)));
+      if (i == 1) opts.back().top_logprobs = 2;
+      reqs.push_back(s.submit(prompt(texts[i]), opts.back()));
+    }
+    reqs.push_back(s.submit(prompt("Once upon"), sampled));
+    std::vector<Outcome> out;
+    run(s, reqs, out);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      SCOPED_TRACE(texts[i]);
+      const generate::GenerateResult want = alone(prompt(texts[i]), opts[i]);
+      EXPECT_EQ(out[i].tokens, want.tokens);
+      EXPECT_EQ(out[i].text, want.text);
+      EXPECT_EQ(out[i].last.completion_tokens, int64_t(want.tokens.size()));
+    }
+    EXPECT_EQ(out.back().tokens, sampled_want);
+    const serve::Stats st = s.stats();
+    EXPECT_EQ(st.requests_done, 6);
+    EXPECT_EQ(st.slots_active, 0);
+    int64_t n_generated = 0;
+    for (const Outcome& o : out) n_generated += int64_t(o.tokens.size());
+    EXPECT_EQ(st.generated_tokens_total, n_generated);
+    EXPECT_GT(st.drafted_tokens_total, 0);
+    EXPECT_LE(st.accepted_tokens_total, st.drafted_tokens_total);
+    if (std::string(d) == "q8.gguf") {
+      // Several tokens a step: fewer steps than tokens.
+      EXPECT_GT(st.accepted_tokens_total, st.drafted_tokens_total / 2);
+      EXPECT_LT(st.steps_total, st.generated_tokens_total / 2);
+    }
+    // Idle: the draft's cache of a slot is a prefix of the target's.
+    for (int32_t q = 0; q < 2; ++q) {
+      EXPECT_LE(drafts->n_past(q), target->n_past(q));
+      EXPECT_LE(target->n_past(q), 128);
+    }
+    // The seed gives the same tokens again, from a reused slot.
+    reqs.clear();
+    reqs.push_back(s.submit(prompt("Once upon"), sampled));
+    run(s, reqs, out);
+    EXPECT_EQ(out[0].tokens, sampled_want);
+  }
+  // A draft that does not fit the target.
+  auto small = llama::load(dir_.file("q8.gguf"), backend(), {.n_ctx = 64});
+  EXPECT_THROW(serve::Scheduler(model(1), *tok_, {.draft = small}), ValueError);
+  auto one = llama::load(dir_.file("q8.gguf"), backend(), {.n_ctx = 128});
+  EXPECT_THROW(serve::Scheduler(model(2), *tok_, {.draft = one}), ValueError);
 }
 
 TEST_F(SchedulerTest, CancellingFreesTheSlotAtOnce) {
