@@ -2,10 +2,15 @@
 """Load test of an OpenAI-compatible server: `nascent serve` and, when
 llama-cpp-python's server is importable (`llama-cpp-python[server]`), the
 peer on the same model and threads, in the same run. Loopback clients at
-each concurrency send 128-token prompts (ids) and generate 128 tokens
-(greedy, ignore_eos); prints aggregate generated tokens/s and time to first
-token (median, p95) per server and concurrency. Not a test: no timing is
-asserted.
+each concurrency send prompts of English text (about 128 tokens) and
+generate 128 tokens (greedy; the end token kept out: ignore_eos for
+nascent, a logit bias for the peer, which has no ignore_eos and takes no
+token-id prompts); prints aggregate generated tokens/s (the servers' usage
+counts) and time to first token (median, p95) per server and concurrency.
+Not a test: no timing is asserted. The peer needs llama-cpp-python's server
+extras in its venv (build/venv/bin/pip install uvicorn fastapi
+sse-starlette starlette-context pydantic-settings pyyaml: its `[server]`
+extra without rebuilding the wheel).
 
   bench/serve_load.py --nascent build/release/nascent -m model.gguf \
       [--peer-python build/venv/bin/python3] [-t 2] [-c 1,4,8,16]
@@ -48,43 +53,80 @@ def wait_ready(port, proc, seconds=600):
     raise RuntimeError("server did not come up")
 
 
-def one_request(port, prompt, n_gen, out):
-    body = {"prompt": prompt, "max_tokens": n_gen, "temperature": 0,
-            "stream": True, "ignore_eos": True}
+def one_request(port, prompt, n_gen, eos_off, out):
+    body = dict({"prompt": prompt, "max_tokens": n_gen, "temperature": 0,
+                 "stream": True, "stream_options": {"include_usage": True}},
+                **eos_off)
     t0 = time.time()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     c.request("POST", "/v1/completions", body=json.dumps(body),
               headers={"Content-Type": "application/json"})
     r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError("HTTP %d: %s" % (r.status, r.read()[:300]))
     first = None
-    tokens = 0
+    chunks = 0
+    usage = None
     for line in r:
         if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
             continue
         chunk = json.loads(line[6:])
-        if chunk.get("choices") and chunk["choices"][0].get("text"):
-            tokens += 1
+        if chunk.get("usage"):
+            usage = chunk["usage"].get("completion_tokens")
+        if chunk.get("choices"):
+            chunks += 1
             if first is None:
                 first = time.time() - t0
     c.close()
-    out.append((first or 0.0, tokens))
+    # The server's own count where it sends one; else a token per chunk.
+    out.append((first or 0.0, usage if usage is not None else chunks))
 
 
-def run_level(port, concurrency, n_prompt, n_gen, vocab, rounds):
-    rng = random.Random(concurrency)
+def make_prompts(count, n_words, seed):
+    """Plain English text (Debian's fortunes, which setup.sh installs, else
+    a fixed word list): the same prompts for both servers, which tokenize
+    them with the model's own vocabulary."""
+    words = []
+    path = "/usr/share/games/fortunes/fortunes"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            words = [w for w in f.read().split() if w != "%"]
+    if len(words) < 1000:
+        words = ("the of and to in is that it was for on are as with his they "
+                 "at be this from have or by one had not but what all were "
+                 "when we there can an your which their said if do will each "
+                 "about how up out them then she many some so these would "
+                 "other into has more her two like him see time could no make "
+                 "than first been its who now people my made over did down "
+                 "only way find use may water long little very after words "
+                 "called just where most know").split()
+    rng = random.Random(seed)
+    prompts = []
+    for _ in range(count):
+        start = rng.randrange(0, len(words) - n_words)
+        prompts.append(" ".join(words[start:start + n_words]))
+    return prompts
+
+
+def run_level(port, concurrency, n_prompt, n_gen, eos_off, rounds):
     results = []
+    prompts = make_prompts(concurrency * rounds, n_prompt, concurrency)
     t0 = time.time()
-    for _ in range(rounds):
+    for k in range(rounds):
         threads = []
-        for _ in range(concurrency):
-            prompt = [rng.randrange(3, vocab) for _ in range(n_prompt)]
+        for i in range(concurrency):
+            prompt = prompts[k * concurrency + i]
             t = threading.Thread(target=one_request,
-                                 args=(port, prompt, n_gen, results))
+                                 args=(port, prompt, n_gen, eos_off, results))
             t.start()
             threads.append(t)
         for t in threads:
             t.join()
     wall = time.time() - t0
+    if len(results) != concurrency * rounds:
+        raise RuntimeError("%d of %d requests failed" %
+                           (concurrency * rounds - len(results),
+                            concurrency * rounds))
     ttft = sorted(r[0] for r in results)
     gen = sum(r[1] for r in results)
     p95 = ttft[min(len(ttft) - 1, int(0.95 * len(ttft)))]
@@ -98,14 +140,18 @@ def main():
     ap.add_argument("--peer-python", default="")
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-c", "--concurrency", default="1,4,8,16")
-    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--prompt", type=int, default=96,
+                    help="words per prompt (96 fortune words are about 128 "
+                         "tokens of the llama vocabulary)")
     ap.add_argument("--gen", type=int, default=128)
-    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--eos", type=int, default=2,
+                    help="the end token, kept out of the peer's output by a "
+                         "logit bias (nascent takes ignore_eos)")
     ap.add_argument("--rounds", type=int, default=1)
     a = ap.parse_args()
     levels = [int(x) for x in a.concurrency.split(",")]
     np_ = max(levels)
-    ctx = np_ * (a.prompt + a.gen + 16)
+    ctx = np_ * (2 * a.prompt + a.gen + 16)  # Tokens: ~1.4 per word.
     servers = [("nascent", [a.nascent, "serve", "-m", a.model, "-t",
                             str(a.threads), "-np", str(np_), "-c", str(ctx)])]
     if a.peer_python:
@@ -125,7 +171,9 @@ def main():
         try:
             wait_ready(port, proc)
             for c in levels:
-                tps, med, p95 = run_level(port, c, a.prompt, a.gen, a.vocab,
+                eos_off = ({"ignore_eos": True} if name == "nascent" else
+                           {"logit_bias": {str(a.eos): -100}})
+                tps, med, p95 = run_level(port, c, a.prompt, a.gen, eos_off,
                                           a.rounds)
                 print("| %s | %d | %.1f | %.3f | %.3f |" % (name, c, tps, med,
                                                             p95), flush=True)
