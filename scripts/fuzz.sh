@@ -2,7 +2,7 @@
 # Builds the `fuzz` preset (clang 14, libFuzzer, ASan + UBSan) and runs
 # every fuzz target for a fixed time, failing on any finding: a crash, a
 # sanitizer report, an exception other than nascent::Error, an input slower
-# than 10 s, an allocation over 2 GB. scripts/test.sh runs it with 60 s per
+# than 10 s, an allocation over 2 GB. scripts/test.sh runs it with 30 s per
 # target; fuzz/README.md says how to run longer campaigns and keep findings.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60, all)
