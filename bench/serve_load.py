@@ -148,12 +148,15 @@ def main():
                     help="the end token, kept out of the peer's output by a "
                          "logit bias (nascent takes ignore_eos)")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--device", default="cpu",
+                    help="nascent serve's --device (the peer runs on the CPU)")
     a = ap.parse_args()
     levels = [int(x) for x in a.concurrency.split(",")]
     np_ = max(levels)
     ctx = np_ * (2 * a.prompt + a.gen + 16)  # Tokens: ~1.4 per word.
     servers = [("nascent", [a.nascent, "serve", "-m", a.model, "-t",
-                            str(a.threads), "-np", str(np_), "-c", str(ctx)])]
+                            str(a.threads), "-np", str(np_), "-c", str(ctx),
+                            "--device", a.device])]
     if a.peer_python:
         servers.append(("llama-cpp-python", [
             a.peer_python, "-m", "llama_cpp.server", "--model", a.model,
