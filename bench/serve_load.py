@@ -101,6 +101,8 @@ def make_prompts(count, n_words, seed):
                  "only way find use may water long little very after words "
                  "called just where most know").split()
     rng = random.Random(seed)
+    if len(words) < 1000:
+        words = [rng.choice(words) for _ in range(20 * n_words)]
     prompts = []
     for _ in range(count):
         start = rng.randrange(0, len(words) - n_words)
