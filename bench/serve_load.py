@@ -162,7 +162,9 @@ def main():
     if a.peer_python:
         servers.append(("llama-cpp-python", [
             a.peer_python, "-m", "llama_cpp.server", "--model", a.model,
-            "--n_threads", str(a.threads), "--n_ctx", str(ctx)]))
+            "--n_threads", str(a.threads), "--n_ctx", str(ctx),
+            # By default a new request cuts the one streaming short.
+            "--interrupt_requests", "False"]))
     print("| server | concurrency | gen tok/s | TTFT median s | TTFT p95 s |")
     print("| --- | --- | --- | --- | --- |")
     for name, cmd in servers:
