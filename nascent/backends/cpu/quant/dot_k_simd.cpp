@@ -239,26 +239,21 @@ void DotRowsK(const uint8_t* w, int64_t ws, int64_t j0, int64_t j1,
   const int64_t nb = x.k / 256;
 #if NASCENT_QUANT_X86
   if constexpr (kType == QuantType::q4_k || kType == QuantType::q6_k) {
-    DotTilesOfRows<4>(j0, j1, x.rows, y, ldy,
-                      [&]<int kR>(int64_t j, int64_t i, float* out) {
-                        if constexpr (kType == QuantType::q4_k) {
-                          const x86::XRows xr{x.q8 + i * x.k,
-                                              x.k,
-                                              x.d + i * nb,
-                                              nb,
-                                              x.sums32 + i * (x.k / 32),
-                                              x.k / 32};
-                          x86::DotQ4K<kR>(w + j * ws, xr, out);
-                        } else {
-                          const x86::XRows xr{x.q8 + i * x.k,
-                                              x.k,
-                                              x.d + i * nb,
-                                              nb,
-                                              x.sums16 + i * (x.k / 16),
-                                              x.k / 16};
-                          x86::DotQ6K<kR>(w + j * ws, xr, out);
-                        }
-                      });
+    // x's level sums the kernel takes: of 32 (q4_K's mins) or of 16 (q6_K's
+    // offset).
+    constexpr int64_t kGroup = kType == QuantType::q4_k ? 32 : 16;
+    const int16_t* sums = kType == QuantType::q4_k ? x.sums32 : x.sums16;
+    DotTilesOfRows<4>(
+        j0, j1, x.rows, y, ldy, [&]<int kR>(int64_t j, int64_t i, float* out) {
+          const x86::XRows xr{
+              x.q8 + i * x.k, x.k, x.d + i * nb, nb, sums + i * (x.k / kGroup),
+              x.k / kGroup};
+          if constexpr (kType == QuantType::q4_k) {
+            x86::DotQ4K<kR>(w + j * ws, xr, out);
+          } else {
+            x86::DotQ6K<kR>(w + j * ws, xr, out);
+          }
+        });
     return;
   }
 #endif
