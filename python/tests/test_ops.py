@@ -98,3 +98,19 @@ def test_errors_are_python_exceptions_with_the_cpp_messages():
         nascent.zeros(2)[5]
     with pytest.raises(TypeError):
         nascent.zeros(2) + "a"
+
+
+def test_webgpu_device_works_or_raises_clearly():
+    if "webgpu" not in nascent.device_names():
+        with pytest.raises(nascent.ValueError, match="webgpu"):
+            nascent.webgpu()
+        return
+    try:
+        d = nascent.webgpu()
+    except nascent.BackendError:
+        return  # built with WebGPU, no adapter here
+    assert str(d) == "webgpu" and d == nascent.device("webgpu")
+    x = nascent.randn(4, 4, seed=1, device=d)
+    assert x.device == d
+    np.testing.assert_allclose(np.asarray((x + x).cpu()),
+                               2 * np.asarray(x.cpu()), rtol=1e-6)
