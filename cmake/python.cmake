@@ -5,16 +5,18 @@
 #                                    headers are found
 #   -DNASCENT_PYTHON=ON              fail the configure without them
 #
-# Off by default for now: building it recompiles the libraries position-
-# independent, and the release preset with the module has not yet been
-# built and tested here (its pytest suite passed on a shared-library build,
-# -DBUILD_SHARED_LIBS=ON -DNASCENT_PYTHON=ON).
+# The release preset sets ON (scripts/setup.sh installs pybind11-dev and
+# python3-dev), so CI and the README's test command build the module and
+# ctest runs its pytest suite (python_tests) with the C++ suite; the other
+# presets and a plain configure leave it off. Compiling the libraries
+# position-independent for it was measured not to slow the kernels
+# (bench/NOTES.md, "Python bindings": the hot kernels' code is the same).
 #
 # The interpreter is Debian's /usr/bin/python3 unless Python_EXECUTABLE says
 # otherwise (pip's build through scikit-build-core sets it to pip's own), so
 # the module, NumPy and PyTorch are of one Python. The module links the
 # static libraries, so when it is built they are compiled position-
-# independent (cmake/install.cmake, nascent_library_pic).
+# independent (cmake/install.cmake).
 
 set(NASCENT_PYTHON "OFF" CACHE STRING
     "Build the Python module: AUTO (when pybind11 is found), ON or OFF")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (CI runs it from .ci/run): installs what is
-# missing, builds the release preset with warnings as errors and runs ctest
-# (and the Python module's pytest suite where the module is built:
-# -DNASCENT_PYTHON=ON), builds and runs examples/ against an install of
+# missing, builds the release preset with warnings as errors (the Python
+# module too) and runs ctest (the C++ suite and, as python_tests, the
+# module's pytest suite), builds and runs examples/ against an install of
 # that build,
 # runs every fuzz target for a minute under ASan + UBSan (scripts/fuzz.sh),
 # checks that core is device-free, that the layers above the backends reach

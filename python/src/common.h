@@ -60,5 +60,6 @@ void bind_ops(py::module_& m);
 void bind_numpy(py::module_& m, py::class_<Tensor>& cls);
 void bind_nn(py::module_& m);
 void bind_llama(py::module_& m);
+void bind_train(py::module_& m);
 
 }  // namespace nascent::python

@@ -13,9 +13,10 @@ namespace {
 PyObject* make_class(py::module_& m, const char* name, PyObject* base,
                      PyObject* builtin) {
   std::string full = std::string("nascent.") + name;
-  py::tuple bases = builtin
-                        ? py::make_tuple(py::handle(base), py::handle(builtin))
-                        : py::make_tuple(py::handle(base));
+  // py::tuple on both sides: pybind11 3's make_tuple types its result.
+  py::tuple bases =
+      builtin ? py::tuple(py::make_tuple(py::handle(base), py::handle(builtin)))
+              : py::tuple(py::make_tuple(py::handle(base)));
   PyObject* cls = PyErr_NewException(full.c_str(), bases.ptr(), nullptr);
   if (!cls) throw py::error_already_set();
   m.add_object(name, py::handle(cls));

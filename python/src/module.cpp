@@ -166,9 +166,12 @@ PYBIND11_MODULE(_nascent, m) {
       "cuda",
       [](int index) { return &device("cuda:" + std::to_string(index)); },
       py::return_value_policy::reference, py::arg("index") = 0);
+  m.def(
+      "webgpu", [] { return &device("webgpu"); },
+      py::return_value_policy::reference);
   m.def("device_names", &device_names,
         "The device names this build understands (\"cpu\", and \"cuda\" "
-        "when the CUDA backend is compiled in).");
+        "and \"webgpu\" when those backends are compiled in).");
   m.def("set_num_threads", &cpu::set_num_threads, py::arg("n"));
   m.def("get_num_threads", &cpu::num_threads);
 
@@ -176,4 +179,5 @@ PYBIND11_MODULE(_nascent, m) {
   bind_ops(m);
   bind_nn(m);
   bind_llama(m);
+  bind_train(m);
 }

@@ -10,6 +10,7 @@
 #include "nascent/nn/module.h"
 #include "nascent/nn/norm.h"
 #include "nascent/optim/optimizer.h"
+#include "nascent/optim/schedule.h"
 #include "nascent/train/checkpoint.h"
 #include "python/src/common.h"
 
@@ -395,6 +396,32 @@ void bind_optim(py::module_& optim) {
   adam(&adam_cls, 0.0);
   py::class_<optim::AdamW, optim::Adam> adamw_cls(optim, "AdamW");
   adam(&adamw_cls, 0.01);  // PyTorch's default
+
+  // Schedules are functions of the step: opt.lr = sched(opt.step_count).
+  using SchedulePtr = std::shared_ptr<optim::Schedule>;
+  py::class_<optim::Schedule, SchedulePtr>(optim, "Schedule")
+      .def("lr", &optim::Schedule::lr, py::arg("step"))
+      .def("__call__", &optim::Schedule::lr, py::arg("step"))
+      .def("__repr__", &optim::Schedule::describe);
+  py::class_<optim::ConstantLR, optim::Schedule,
+             std::shared_ptr<optim::ConstantLR>>(optim, "ConstantLR")
+      .def(py::init<double>(), py::arg("lr"));
+  py::class_<optim::StepLR, optim::Schedule, std::shared_ptr<optim::StepLR>>(
+      optim, "StepLR")
+      .def(py::init<double, int64_t, double>(), py::arg("lr"),
+           py::arg("step_size"), py::arg("gamma") = 0.1);
+  py::class_<optim::CosineLR, optim::Schedule,
+             std::shared_ptr<optim::CosineLR>>(optim, "CosineLR")
+      .def(py::init<double, int64_t, double>(), py::arg("lr"),
+           py::arg("total_steps"), py::arg("min_lr") = 0.0);
+  py::class_<optim::WarmupLR, optim::Schedule,
+             std::shared_ptr<optim::WarmupLR>>(optim, "WarmupLR")
+      .def(py::init([](SchedulePtr after, int64_t warmup, double start) {
+             return std::make_shared<optim::WarmupLR>(std::move(after), warmup,
+                                                      start);
+           }),
+           py::arg("after"), py::arg("warmup_steps"),
+           py::arg("start_factor") = 0.0);
 }
 
 }  // namespace

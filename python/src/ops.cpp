@@ -1,6 +1,8 @@
 // The ops of core/ops.h as functions of the module (nascent.exp(x)) and,
 // where PyTorch has them, as Tensor methods (x.exp()), with PyTorch's names
 // and arguments (dim, keepdim). Creation functions take dtype= and device=.
+#include "nascent/core/quant.h"
+#include "nascent/core/random.h"
 #include "python/src/common.h"
 
 namespace nascent::python {
@@ -28,6 +30,22 @@ Pool2dParams pool_params(int64_t k, int64_t stride, int64_t padding) {
   p.stride[0] = p.stride[1] = stride ? stride : k;
   p.padding[0] = p.padding[1] = padding;
   return p;
+}
+
+QuantType quant_arg(const std::string& name) {
+  std::optional<QuantType> t = quant_type_from_name(name);
+  if (!t) {
+    throw ValueError("quant type '" + name +
+                     "' is unknown (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, "
+                     "...)");
+  }
+  return *t;
+}
+
+RopeMode rope_mode_arg(const std::string& mode) {
+  if (mode == "norm") return RopeMode::norm;
+  if (mode == "neox") return RopeMode::neox;
+  throw ValueError("rope: mode must be 'norm' or 'neox', got '" + mode + "'");
 }
 
 Tensor made(Tensor t, bool requires_grad) {
@@ -393,6 +411,86 @@ void bind_ops(py::module_& m) {
   m.def("broadcast_to", [](const Tensor& x, py::object s) {
     return broadcast_to(x, shape_seq(s));
   });
+
+  // Random draws with their parameters (a seed gives the same numbers on
+  // every device).
+  m.def(
+      "uniform",
+      [dev](py::object size, double low, double high, uint64_t seed,
+            py::object dt, py::object d) {
+        Generator gen(seed);
+        return uniform(shape_seq(size), low, high, dev(d), gen,
+                       dtype_arg(dt, DType::f32));
+      },
+      py::arg("size"), py::arg("low") = 0.0, py::arg("high") = 1.0,
+      py::kw_only(), py::arg("seed") = 0, py::arg("dtype") = py::none(),
+      py::arg("device") = py::none());
+  m.def(
+      "normal",
+      [dev](py::object size, double mean, double std, uint64_t seed,
+            py::object dt, py::object d) {
+        Generator gen(seed);
+        return normal(shape_seq(size), mean, std, dev(d), gen,
+                      dtype_arg(dt, DType::f32));
+      },
+      py::arg("size"), py::arg("mean") = 0.0, py::arg("std") = 1.0,
+      py::kw_only(), py::arg("seed") = 0, py::arg("dtype") = py::none(),
+      py::arg("device") = py::none());
+  m.def(
+      "bernoulli",
+      [dev](py::object size, double p, uint64_t seed, py::object dt,
+            py::object d) {
+        Generator gen(seed);
+        return bernoulli(shape_seq(size), p, dev(d), gen,
+                         dtype_arg(dt, DType::f32));
+      },
+      py::arg("size"), py::arg("p"), py::kw_only(), py::arg("seed") = 0,
+      py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      "1 with probability p, else 0.");
+
+  // Transformer ops.
+  m.def("geglu", [](const Tensor& g, const Tensor& u) { return geglu(g, u); });
+  m.def(
+      "rope",
+      [](const Tensor& x, const py::object& positions, int64_t dims,
+         const std::string& mode, double base, double scale,
+         const std::optional<Tensor>& freq_factors) {
+        RopeParams p{.dims = dims,
+                     .mode = rope_mode_arg(mode),
+                     .base = base,
+                     .scale = scale};
+        const Tensor* ff = freq_factors ? &*freq_factors : nullptr;
+        if (py::isinstance<py::int_>(positions))
+          return rope(x, positions.cast<int64_t>(), p, ff);
+        return rope(x, positions.cast<Tensor>(), p, ff);
+      },
+      py::arg("input"), py::arg("positions"), py::arg("dims") = 0,
+      py::arg("mode") = "norm", py::arg("base") = 10000.0,
+      py::arg("scale") = 1.0, py::arg("freq_factors") = py::none(),
+      "Rotary embedding of x [..., n, heads, head_dim] (ggml_rope_ext): "
+      "positions a tensor [n] or an int offset (offset, offset + 1, ...).");
+
+  // GGML block types (names as GGUF's: "q8_0", "q4_K", ...).
+  m.def(
+      "quantize",
+      [](const Tensor& x, const std::string& type) {
+        return quantize(x, quant_arg(type));
+      },
+      py::arg("input"), py::arg("type"),
+      "The rows of x [..., K] as GGML blocks, u8 [..., row_bytes].");
+  m.def(
+      "dequantize",
+      [](const Tensor& w, const std::string& type) {
+        return dequantize(w, quant_arg(type));
+      },
+      py::arg("input"), py::arg("type"));
+  m.def(
+      "qmatmul",
+      [](const Tensor& x, const Tensor& w, const std::string& type) {
+        return qmatmul(x, w, quant_arg(type));
+      },
+      py::arg("input"), py::arg("weight"), py::arg("type"), GIL(),
+      "x [..., K] @ W^T for W [N, row_bytes] of that block type.");
 }
 
 }  // namespace nascent::python

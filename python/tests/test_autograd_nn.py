@@ -163,3 +163,43 @@ def test_gil_released_around_matmul():
     thread.join()
     nascent.set_num_threads(threads)
     assert gap < 0.5 * took[0], (gap, took[0])
+
+
+def test_lr_schedules_match_torch():
+    """The schedules against torch.optim.lr_scheduler on the same steps."""
+    p = torch.nn.Parameter(torch.zeros(1))
+
+    def torch_lrs(make, n):
+        opt = torch.optim.SGD([p], lr=0.1)
+        s, out = make(opt), []
+        for _ in range(n):
+            out.append(opt.param_groups[0]["lr"])
+            opt.step()
+            s.step()
+        return out
+
+    lrs = torch.optim.lr_scheduler
+    cases = [
+        (optim.StepLR(0.1, 3, gamma=0.5), lambda o: lrs.StepLR(o, 3, gamma=0.5)),
+        (optim.CosineLR(0.1, 10, min_lr=0.01),
+         lambda o: lrs.CosineAnnealingLR(o, 10, eta_min=0.01)),
+        (optim.ConstantLR(0.1), lambda o: lrs.LambdaLR(o, lambda s: 1.0)),
+    ]
+    for ours, theirs in cases:
+        got = [ours(s) for s in range(10)]
+        assert got == pytest.approx(torch_lrs(theirs, 10), rel=1e-9), repr(ours)
+    warm = optim.WarmupLR(optim.ConstantLR(0.1), 4)
+    assert [warm.lr(s) for s in range(6)] == pytest.approx([0, 0.025, 0.05, 0.075, 0.1, 0.1])
+
+    # Driving an optimizer: lr follows the schedule by step count.
+    model = nn.Linear(2, 1, seed=1)
+    opt = optim.SGD(model, lr=0.1)
+    sched = optim.CosineLR(0.1, 4)
+    seen = []
+    for _ in range(4):
+        opt.lr = sched(opt.step_count)
+        seen.append(opt.lr)
+        model(nascent.ones(1, 2)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    assert seen == pytest.approx([sched(s) for s in range(4)]) and opt.step_count == 4

@@ -98,3 +98,67 @@ def test_errors_are_python_exceptions_with_the_cpp_messages():
         nascent.zeros(2)[5]
     with pytest.raises(TypeError):
         nascent.zeros(2) + "a"
+
+
+def test_webgpu_device_works_or_raises_clearly():
+    if "webgpu" not in nascent.device_names():
+        with pytest.raises(nascent.ValueError, match="webgpu"):
+            nascent.webgpu()
+        return
+    try:
+        d = nascent.webgpu()
+    except nascent.BackendError:
+        return  # built with WebGPU, no adapter here
+    assert str(d) == "webgpu" and d == nascent.device("webgpu")
+    x = nascent.randn(4, 4, seed=1, device=d)
+    assert x.device == d
+    np.testing.assert_allclose(np.asarray((x + x).cpu()),
+                               2 * np.asarray(x.cpu()), rtol=1e-6)
+
+
+def test_random_draws_with_parameters():
+    u = nascent.uniform((20000,), -2.0, 3.0, seed=4)
+    nu = np.asarray(u)
+    assert nu.min() >= -2.0 and nu.max() < 3.0 and abs(nu.mean() - 0.5) < 0.05
+    assert u.tolist() == nascent.uniform((20000,), -2.0, 3.0, seed=4).tolist()
+    n = np.asarray(nascent.normal((20000,), 1.5, 0.5, seed=5, dtype=nascent.float64))
+    assert abs(n.mean() - 1.5) < 0.02 and abs(n.std() - 0.5) < 0.02
+    b = np.asarray(nascent.bernoulli((20000,), 0.3, seed=6))
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.02
+
+
+def test_geglu_and_rope_against_references():
+    g, u = t64(3, 8, seed=7), t64(3, 8, seed=8)
+    want = torch.nn.functional.gelu(torch.from_dlpack(g), approximate="tanh") * torch.from_dlpack(u)
+    np.testing.assert_allclose(np.asarray(nascent.geglu(g, u)), want.numpy(), rtol=1e-10)
+
+    x = t64(5, 2, 8, seed=9)  # [n, heads, head_dim]
+    nx = np.asarray(x)
+    pos = np.arange(3, 8)
+    theta = pos[:, None] * 10000.0 ** (-2 * np.arange(4) / 8)  # [n, 4]
+    c, s = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    # norm: pairs (2i, 2i+1), as ggml; neox: pairs (i, i + 4).
+    for mode, (i0, i1) in {"norm": (slice(0, 8, 2), slice(1, 8, 2)),
+                           "neox": (slice(0, 4), slice(4, 8))}.items():
+        want = nx.copy()
+        want[..., i0] = nx[..., i0] * c - nx[..., i1] * s
+        want[..., i1] = nx[..., i0] * s + nx[..., i1] * c
+        got = nascent.rope(x, 3, mode=mode)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-12)
+        by_tensor = nascent.rope(x, nascent.tensor(pos.tolist()), mode=mode)
+        np.testing.assert_allclose(np.asarray(by_tensor), want, rtol=1e-9, atol=1e-12)
+    with pytest.raises(nascent.ValueError, match="mode"):
+        nascent.rope(x, 0, mode="glm")
+
+
+def test_quantize_dequantize_qmatmul():
+    w = nascent.randn(8, 64, seed=10)
+    x = nascent.randn(3, 64, seed=11)
+    q = nascent.quantize(w, "q8_0")
+    assert q.dtype == nascent.uint8 and q.shape == (8, 2 * 34)  # 2 blocks of 34 bytes
+    back = nascent.dequantize(q, "q8_0")
+    np.testing.assert_allclose(np.asarray(back), np.asarray(w), atol=0.03)
+    want = np.asarray(x) @ np.asarray(back).T
+    np.testing.assert_allclose(np.asarray(nascent.qmatmul(x, q, "Q8_0")), want, rtol=0.02, atol=0.05)
+    with pytest.raises(nascent.ValueError, match="q9_9"):
+        nascent.quantize(w, "q9_9")

@@ -50,6 +50,12 @@ Tensor scalar_like(Scalar value, const Tensor& t, BinaryOp op) {
   return detail::scalar_tensor(value, dt, t.backend());
 }
 
+// `t` broadcast to `shape`; no new view when it has that shape already (the
+// common case: a view costs a few allocations, which small ops feel).
+Tensor as_operand(const Tensor& t, const Shape& shape) {
+  return t.shape() == shape ? t : t.expand(shape);
+}
+
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -57,8 +63,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   Backend& backend = detail::common_backend(op_name, {&a, &b});
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op_name);
   DType dt = compute_dtype(op, promote_types(a.dtype(), b.dtype()), a, b);
-  Tensor av = a.cast(dt).expand(shape);
-  Tensor bv = b.cast(dt).expand(shape);
+  Tensor av = as_operand(a.cast(dt), shape);
+  Tensor bv = as_operand(b.cast(dt), shape);
   DType out_dtype = is_comparison(op) || is_logical(op) ? DType::boolean : dt;
   Tensor out = detail::new_output(shape, out_dtype, backend);
   backend.binary(op, av, bv, out);
@@ -210,9 +216,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                     cond.to_string(), a.to_string(), b.to_string()));
   }
   DType dt = promote_types(a.dtype(), b.dtype());
-  Tensor c = cond.cast(DType::boolean).expand(shape);
-  Tensor av = a.cast(dt).expand(shape);
-  Tensor bv = b.cast(dt).expand(shape);
+  Tensor c = as_operand(cond.cast(DType::boolean), shape);
+  Tensor av = as_operand(a.cast(dt), shape);
+  Tensor bv = as_operand(b.cast(dt), shape);
   Tensor out = detail::new_output(shape, dt, backend);
   backend.where(c, av, bv, out);
   return out;
