@@ -103,85 +103,25 @@ struct Emitter {
   }
 };
 
-}  // namespace
-
-SpeculativeResult speculative_greedy(
-    llama::Model& target, llama::Model& draft, const tokenizer::Tokenizer& tok,
-    std::span<const TokenId> prompt, const SpeculativeOptions& o,
-    const std::function<bool(TokenId)>& on_token) {
-  const int64_t n_ctx = check_inputs(target, draft, prompt, o);
-  const size_t n_vocab = size_t(target.config().n_vocab);
-  const size_t n_tokens = std::min(tok.size(), n_vocab);
+// The rounds both rules share: the draft proposes up to n_draft tokens, the
+// target judges them in one forward, the kept ones and the target's own
+// next token are emitted, and the draft's cache follows. The rule decides
+// the first token (first), each proposal (propose), what is kept of a round
+// (verify: the kept proposals, then the target's token), sees each token
+// the sequence keeps (accept) and may leave proposals out that max_tokens
+// has no room for (kCapByMaxTokens).
+template <class Rule>
+SpeculativeResult run_rounds(llama::Model& target, llama::Model& draft,
+                             const tokenizer::Tokenizer& tok, int64_t n_ctx,
+                             std::span<const TokenId> prompt,
+                             const SpeculativeOptions& o,
+                             const std::function<bool(TokenId)>& on_token,
+                             Rule& rule) {
   SpeculativeResult r;
   target.reset();
   draft.reset();
   std::vector<TokenId> all(prompt.begin(), prompt.end());
-  TokenId next = argmax_row(target.forward(prompt, 0).to_vector<float>(), 0,
-                            n_vocab, n_tokens);
-  ++r.n_target_passes;
-  draft.forward(prompt, 0);
-  int64_t n_draft_past = int64_t(prompt.size());
-
-  Emitter emit{tok, o, on_token, n_ctx, r, all};
-
-  if (o.max_tokens == 0) return r;
-  while (emit(next)) {
-    // `next` is the last of `all`, not yet evaluated by either model.
-    const int64_t k = std::min<int64_t>(o.n_draft, n_ctx - int64_t(all.size()));
-    std::vector<TokenId> proposals;
-    std::vector<TokenId> fed(all.begin() + n_draft_past, all.end());
-    for (int64_t j = 0; j < k; ++j) {
-      const Tensor lg = draft.forward(fed, n_draft_past);
-      n_draft_past += int64_t(fed.size());
-      proposals.push_back(
-          argmax_row(lg.to_vector<float>(), 0, n_vocab, n_tokens));
-      fed = {proposals.back()};
-    }
-    std::vector<TokenId> verify{next};
-    verify.insert(verify.end(), proposals.begin(), proposals.end());
-    const llama::SeqChunk chunk{.seq = 0,
-                                .n_past = int64_t(all.size()) - 1,
-                                .tokens = verify,
-                                .n_logits = int64_t(verify.size())};
-    const std::vector<float> rows =
-        target.forward_batch({&chunk, 1}).to_vector<float>();
-    ++r.n_target_passes;
-    int64_t accepted = 0;
-    while (accepted < k &&
-           argmax_row(rows, size_t(accepted), n_vocab, n_tokens) ==
-               proposals[size_t(accepted)]) {
-      ++accepted;
-    }
-    r.n_drafted += k;
-    r.n_accepted += accepted;
-    // The draft was fed all, then proposals but the last.
-    const int64_t old_size = int64_t(all.size());
-    if (k > 0) n_draft_past = old_size + std::min(accepted, k - 1);
-    bool going = true;
-    for (int64_t j = 0; j < accepted && going; ++j) {
-      going = emit(proposals[size_t(j)]);
-    }
-    if (!going) break;
-    next = argmax_row(rows, size_t(accepted), n_vocab, n_tokens);
-  }
-  return r;
-}
-
-SpeculativeResult speculative_sample(
-    llama::Model& target, llama::Model& draft, const tokenizer::Tokenizer& tok,
-    std::span<const TokenId> prompt, const SpeculativeOptions& o,
-    const std::function<bool(TokenId)>& on_token) {
-  const int64_t n_ctx = check_inputs(target, draft, prompt, o);
-  const size_t n_vocab = size_t(target.config().n_vocab);
-  SpeculativeSampler rule(o.sampling, std::min(tok.size(), n_vocab));
-  for (const TokenId id : prompt) rule.accept(id);
-  SpeculativeResult r;
-  target.reset();
-  draft.reset();
-  std::vector<TokenId> all(prompt.begin(), prompt.end());
-  // No proposals: the first token is the target's own sample.
-  TokenId next =
-      rule.verify(target.forward(prompt, 0).to_vector<float>(), n_vocab)[0];
+  TokenId next = rule.first(target.forward(prompt, 0).to_vector<float>());
   ++r.n_target_passes;
   draft.forward(prompt, 0);
   int64_t n_draft_past = int64_t(prompt.size());
@@ -190,31 +130,28 @@ SpeculativeResult speculative_sample(
   if (o.max_tokens == 0) return r;
   while (emit(next)) {
     rule.accept(next);
-    // As in speculative_greedy: `next` ends `all`, evaluated by neither. A
-    // round gives at most k + 1 tokens: no more proposals than max_tokens
-    // has room for (serve::Scheduler's rule too, so a seed gives the same
-    // tokens there).
+    // `next` is the last of `all`, not yet evaluated by either model.
     int64_t k = std::min<int64_t>(o.n_draft, n_ctx - int64_t(all.size()));
-    if (o.max_tokens >= 0) {
+    if (Rule::kCapByMaxTokens && o.max_tokens >= 0) {
       k = std::max<int64_t>(
           0, std::min<int64_t>(k, o.max_tokens - int64_t(r.tokens.size()) - 1));
     }
     std::vector<TokenId> verify{next};
+    std::vector<TokenId> fed(all.begin() + n_draft_past, all.end());
     for (int64_t j = 0; j < k; ++j) {
-      const std::vector<TokenId> fed =
-          j == 0 ? std::vector<TokenId>(all.begin() + n_draft_past, all.end())
-                 : std::vector<TokenId>{verify.back()};
       const std::vector<float> lg =
           draft.forward(fed, n_draft_past).to_vector<float>();
       n_draft_past += int64_t(fed.size());
       verify.push_back(rule.propose(lg));
+      fed = {verify.back()};
     }
     const llama::SeqChunk chunk{.seq = 0,
                                 .n_past = int64_t(all.size()) - 1,
                                 .tokens = verify,
                                 .n_logits = int64_t(verify.size())};
-    const std::vector<TokenId> out = rule.verify(
-        target.forward_batch({&chunk, 1}).to_vector<float>(), n_vocab);
+    const std::vector<TokenId> out =
+        rule.verify(target.forward_batch({&chunk, 1}).to_vector<float>(),
+                    std::span(verify).subspan(1));
     ++r.n_target_passes;
     const int64_t accepted = int64_t(out.size()) - 1;
     r.n_drafted += k;
@@ -230,6 +167,73 @@ SpeculativeResult speculative_sample(
     next = out.back();
   }
   return r;
+}
+
+// The target's argmax: the longest agreeing prefix of the proposals.
+struct GreedyRule {
+  static constexpr bool kCapByMaxTokens = false;
+  size_t n_vocab, n_tokens;
+
+  TokenId first(const std::vector<float>& rows) const {
+    return argmax_row(rows, 0, n_vocab, n_tokens);
+  }
+  TokenId propose(const std::vector<float>& lg) const {
+    return argmax_row(lg, 0, n_vocab, n_tokens);
+  }
+  std::vector<TokenId> verify(const std::vector<float>& rows,
+                              std::span<const TokenId> proposals) const {
+    std::vector<TokenId> out;
+    for (const TokenId x : proposals) {
+      if (argmax_row(rows, out.size(), n_vocab, n_tokens) != x) break;
+      out.push_back(x);
+    }
+    out.push_back(argmax_row(rows, out.size(), n_vocab, n_tokens));
+    return out;
+  }
+  void accept(TokenId) const {}
+};
+
+// SpeculativeSampler's rule. A round gives at most k + 1 tokens: no more
+// proposals than max_tokens has room for (serve::Scheduler's rule too, so a
+// seed gives the same tokens there).
+struct SampledRule {
+  static constexpr bool kCapByMaxTokens = true;
+  SpeculativeSampler& sampler;
+  size_t n_vocab;
+
+  TokenId first(const std::vector<float>& rows) {
+    return sampler.verify(rows, n_vocab)[0];  // No proposals yet.
+  }
+  TokenId propose(const std::vector<float>& lg) { return sampler.propose(lg); }
+  std::vector<TokenId> verify(const std::vector<float>& rows,
+                              std::span<const TokenId>) {
+    return sampler.verify(rows, n_vocab);
+  }
+  void accept(TokenId id) { sampler.accept(id); }
+};
+
+}  // namespace
+
+SpeculativeResult speculative_greedy(
+    llama::Model& target, llama::Model& draft, const tokenizer::Tokenizer& tok,
+    std::span<const TokenId> prompt, const SpeculativeOptions& o,
+    const std::function<bool(TokenId)>& on_token) {
+  const int64_t n_ctx = check_inputs(target, draft, prompt, o);
+  const size_t n_vocab = size_t(target.config().n_vocab);
+  GreedyRule rule{n_vocab, std::min(tok.size(), n_vocab)};
+  return run_rounds(target, draft, tok, n_ctx, prompt, o, on_token, rule);
+}
+
+SpeculativeResult speculative_sample(
+    llama::Model& target, llama::Model& draft, const tokenizer::Tokenizer& tok,
+    std::span<const TokenId> prompt, const SpeculativeOptions& o,
+    const std::function<bool(TokenId)>& on_token) {
+  const int64_t n_ctx = check_inputs(target, draft, prompt, o);
+  const size_t n_vocab = size_t(target.config().n_vocab);
+  SpeculativeSampler sampler(o.sampling, std::min(tok.size(), n_vocab));
+  for (const TokenId id : prompt) sampler.accept(id);
+  SampledRule rule{sampler, n_vocab};
+  return run_rounds(target, draft, tok, n_ctx, prompt, o, on_token, rule);
 }
 
 SpeculativeSampler::SpeculativeSampler(SamplingOptions options, size_t n_tokens)
