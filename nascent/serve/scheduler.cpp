@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -61,6 +62,22 @@ void add_logprobs(std::span<const float> row, TokenId id, int32_t k,
   for (size_t i = 0; i < n; ++i) {
     out.top.push_back({ids[i], tok.token_to_piece(ids[i], true), lp(ids[i])});
   }
+}
+
+// How many tokens `a` and `b` share from their start.
+size_t shared_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+  const size_t n = std::min(a.size(), b.size());
+  return size_t(
+      std::mismatch(a.begin(), a.begin() + int64_t(n), b.begin()).first -
+      a.begin());
+}
+
+// The part of a cache a prompt can reuse: what they share, short of the
+// prompt's last token (a forward needs one token to give the next's logits).
+size_t reusable_prefix(std::span<const TokenId> cached,
+                       std::span<const TokenId> prompt) {
+  return shared_prefix(cached,
+                       prompt.first(prompt.empty() ? 0 : prompt.size() - 1));
 }
 
 }  // namespace
@@ -185,11 +202,7 @@ void Scheduler::admit() {
     size_t best_common = 0;
     for (auto& s : slots_) {
       if (s->req) continue;
-      size_t common = 0;
-      while (common < s->cached.size() && common + 1 < prompt.size() &&
-             s->cached[common] == prompt[common]) {
-        ++common;
-      }
+      const size_t common = reusable_prefix(s->cached, prompt);
       if (best == nullptr || common > best_common ||
           (common == best_common && s->last_used < best->last_used)) {
         best = s.get();
@@ -205,16 +218,12 @@ void Scheduler::admit() {
     const RequestOptions& o = slot.req->options;
     if (options_.draft) {
       // The draft keeps what its cache shares with the prompt.
-      const std::vector<TokenId>& p = slot.req->prompt;
-      size_t common = 0;
-      while (common < slot.draft_cached.size() && common + 1 < p.size() &&
-             slot.draft_cached[common] == p[common]) {
-        ++common;
-      }
+      const size_t common =
+          reusable_prefix(slot.draft_cached, slot.req->prompt);
       options_.draft->truncate(int64_t(common), slot.seq);
       slot.draft_cached.resize(common);
       slot.spec.emplace(o.sampling, tokenizer_.size());
-      for (const TokenId id : p) slot.spec->accept(id);
+      for (const TokenId id : slot.req->prompt) slot.spec->accept(id);
     } else {
       slot.sampler.emplace(o.sampling);
       for (const TokenId id : slot.req->prompt) slot.sampler->accept(id);
@@ -499,11 +508,7 @@ bool Scheduler::step() {
     s.proposals.clear();
     // Both caches back to the tokens kept.
     model_->truncate(int64_t(s.cached.size()), s.seq);
-    size_t d = 0;
-    while (d < s.draft_cached.size() && d < s.cached.size() &&
-           s.draft_cached[d] == s.cached[d]) {
-      ++d;
-    }
+    const size_t d = shared_prefix(s.draft_cached, s.cached);
     s.draft_cached.resize(d);
     options_.draft->truncate(int64_t(d), s.seq);
   }
