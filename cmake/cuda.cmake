@@ -58,6 +58,10 @@ endif()
 if(NASCENT_HAVE_CUDA)
   file(GLOB NASCENT_CUDA_SOURCES CONFIGURE_DEPENDS
        nascent/backends/cuda/*.cpp nascent/backends/cuda/*.cu)
+  # NCCL's communicator implements dist::Communicator, a layer above the
+  # backends: it is compiled into the `nascent` library (CMakeLists.txt).
+  list(FILTER NASCENT_CUDA_SOURCES EXCLUDE REGEX "nascent/backends/cuda/nccl\\.cpp$")
+  find_path(NASCENT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
   add_library(nascent_cuda ${NASCENT_CUDA_SOURCES})
   # cuBLASLt (and cuDNN below) are not linked but opened with dlopen when a
   # CUDA backend is first made (libraries.h): linked, libcublasLt costs

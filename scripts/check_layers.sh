@@ -2,7 +2,7 @@
 # Fails, printing the offending lines, if a layer includes a header of a
 # layer it must not see:
 # - above the backends (models, generate, tokenizer, io, data, nn, optim,
-#   train, autodiff, onnx, serve), no backend header: those layers speak only the
+#   train, autodiff, dist, onnx, serve), no backend header: those layers speak only the
 #   Backend interface and the op front-ends (core/), so that every backend
 #   runs them. A capability they need becomes an op of the table
 #   (core/op_table.h), not a call into a backend. Only the library's entry
@@ -10,7 +10,7 @@
 #   nascent/backends/device.cpp, the umbrella header nascent/nascent.h) and
 #   the programs (apps/) name backends.
 # - layers point down: core < quant < io, data, tokenizer < autodiff < nn <
-#   optim < train < models < onnx < generate < serve; a layer includes only layers
+#   optim < dist < train < models < onnx < generate < serve; a layer includes only layers
 #   below it (io and data are file formats, so they know nothing of nn or
 #   training; checkpoints belong to train).
 #
@@ -22,7 +22,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-layers=(models generate tokenizer io data nn optim autodiff serve train onnx)
+layers=(models generate tokenizer io data nn optim autodiff dist serve train onnx)
 include_of() {
   echo "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]nascent/($1)/"
 }
@@ -30,14 +30,15 @@ pattern="$(include_of backends)"
 
 # layer: the layers it must not include (those at or above it, but itself).
 above=(
-  "core:quant|io|data|tokenizer|autodiff|nn|optim|train|models|onnx|generate|serve"
-  "quant:io|data|tokenizer|autodiff|nn|optim|train|models|onnx|generate|serve"
-  "io:data|tokenizer|autodiff|nn|optim|train|models|onnx|generate|serve"
-  "data:tokenizer|autodiff|nn|optim|train|models|onnx|generate|serve"
-  "tokenizer:autodiff|nn|optim|train|models|onnx|generate|serve"
-  "autodiff:nn|optim|train|models|onnx|generate|serve"
-  "nn:optim|train|models|onnx|generate|serve"
-  "optim:train|models|onnx|generate|serve"
+  "core:quant|io|data|tokenizer|autodiff|nn|optim|dist|train|models|onnx|generate|serve"
+  "quant:io|data|tokenizer|autodiff|nn|optim|dist|train|models|onnx|generate|serve"
+  "io:data|tokenizer|autodiff|nn|optim|dist|train|models|onnx|generate|serve"
+  "data:tokenizer|autodiff|nn|optim|dist|train|models|onnx|generate|serve"
+  "tokenizer:autodiff|nn|optim|dist|train|models|onnx|generate|serve"
+  "autodiff:nn|optim|dist|train|models|onnx|generate|serve"
+  "nn:optim|dist|train|models|onnx|generate|serve"
+  "optim:dist|train|models|onnx|generate|serve"
+  "dist:train|models|onnx|generate|serve"
   "train:models|onnx|generate|serve"
   "models:onnx|generate|serve"
   "onnx:generate|serve"

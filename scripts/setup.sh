@@ -35,6 +35,9 @@ packages=(
   # The WebGPU backend's tests: the Vulkan loader and Mesa's lavapipe (a
   # Vulkan driver on the CPU); scripts/setup_webgpu.sh adds wgpu-native.
   libvulkan1 mesa-vulkan-drivers
+  # Data-parallel training across processes (nascent/dist/, `train
+  # --distributed mpi`): Open MPI's library, headers and mpirun (BSD).
+  libopenmpi-dev openmpi-bin
   # WebAssembly build and running its tests (emscripten 3.1.6, node).
   emscripten nodejs node-acorn
   # Benchmarks and their peers (python3-venv: llama-cpp-python's venv,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
+#include "apps/nascent/launch.h"
 #include "nascent/core/error.h"
 
 namespace nascent::cli {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   // llama.cpp's two-letter single-dash flags (-np, -md), which CLI11 cannot
   // name.
   std::vector<std::string> args(argv + 1, argv + argc);
+  nascent::cli::program_arguments() = args;
   for (std::string& a : args) {
     if (a == "-np") a = "--np";
     if (a == "-md") a = "--model-draft";

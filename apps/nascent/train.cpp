@@ -2,17 +2,22 @@
 // (or a GPU with --device cuda), printing a progress bar, the loss, images/s
 // and the test accuracy of each epoch, and checkpoints after every epoch
 // (--resume continues one, bit for bit). With no arguments it is the CLI's
-// default command.
+// default command. --distributed mpi (under mpirun) or nccl (with --nproc)
+// trains data-parallel: each step's batch is shared out between the ranks.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "apps/nascent/command.h"
+#include "apps/nascent/launch.h"
 #include "apps/nascent/progress.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/backends/device.h"
 #include "nascent/data/dataset.h"
+#include "nascent/dist/environment.h"
 #include "nascent/models/fashion_mnist.h"
 
 namespace {
@@ -33,7 +38,158 @@ struct Args {
   std::string output;
   std::string resume;
   int64_t save_every = 0;
+  std::string distributed;  // "", "mpi", "nccl" or "local".
+  int nproc = 0;            // Ranks to launch (nccl).
 };
+
+int launch(const Args& args) {
+  using namespace nascent;
+  if (args.distributed != "nccl") {
+    throw ValueError(
+        "train: --nproc starts NCCL ranks (--distributed nccl --device cuda); "
+        "MPI runs start under mpirun: mpirun -np N nascent train "
+        "--distributed mpi");
+  }
+  return cli::launch_ranks(
+      args.nproc, cli::without_option(cli::program_arguments(), "--nproc"),
+      make_nccl_clique_id());
+}
+
+int train(Args args);
+
+// Data-parallel runs: an error on one rank ends every rank (the others
+// would wait for it in their next collective).
+int train_rank(Args args) {
+  using namespace nascent;
+  if (args.nproc > 0) return launch(args);
+  if (args.distributed.empty()) return train(args);
+  const dist::Placement at = dist::placement_from_environment();
+  if (args.distributed == "nccl" && args.device == "cuda") {
+    args.device = fmt::format("cuda:{}", at.local_rank);
+  }
+  if (args.threads == 0 && args.device == "cpu") {
+    // The host's cores, shared out between the ranks on it.
+    const int cores = int(std::thread::hardware_concurrency());
+    args.threads = std::max(1, cores / std::max(1, at.local_size));
+  }
+  return train(args);
+}
+
+// The run itself, after the set-up: `lead` (rank 0, or the only process)
+// prints.
+int run(const Args& args, Clock::time_point start, nascent::Backend& device,
+        nascent::dist::Communicator* comm) {
+  using namespace nascent;
+  const train::TrainOptions& o = args.options;
+  const bool lead = comm == nullptr || comm->rank() == 0;
+  data::ImageDataset train_set =
+      data::load_fashion_mnist(args.data_dir, data::Split::train);
+  data::ImageDataset test_set =
+      data::load_fashion_mnist(args.data_dir, data::Split::test);
+
+  train::ClassifierTrainer trainer(o, device, train_set.size(),
+                                   models::fashion_mnist_task(), comm);
+  if (!args.resume.empty()) trainer.load(args.resume);
+  data::DataLoader loader(train_set, trainer.loader_options(),
+                          trainer.backend());
+  // Rank 0 speaks for the run; the others print only their errors.
+  auto say = [lead](const std::string& line) {
+    if (lead) fmt::print("{}", line);
+  };
+  say(
+      fmt::format("nascent train: {} ({} parameters), {}, lr {}, batch {}, {} "
+                  "epochs, seed {}, {}\n",
+                  o.model, trainer.model().num_parameters(), o.optimizer, o.lr,
+                  o.batch_size, o.epochs, o.seed, describe_backend(device)));
+  if (comm != nullptr) {
+    say(fmt::format(
+        "distributed: {} ranks over {}, about {} images per rank per step\n",
+        comm->world_size(), comm->name(),
+        (o.batch_size + comm->world_size() - 1) / comm->world_size()));
+  }
+  say(fmt::format("data: {} training and {} test images from {} ({:.1f} s)\n",
+                  train_set.size(), test_set.size(), args.data_dir,
+                  seconds_since(start)));
+  if (!args.resume.empty() && lead) {
+    fmt::print("resumed from {} at epoch {}, batch {} (step {})\n", args.resume,
+               trainer.epoch + 1, trainer.next_batch, trainer.steps());
+  }
+
+  train::EvalResult test;
+  double train_seconds = 0.0;
+  while (trainer.epoch < o.epochs) {
+    const int64_t total = loader.num_batches();
+    cli::ProgressLine progress(total, 30);
+    const auto epoch_start = Clock::now();
+    // The losses add up where they are computed; reading the sum back
+    // waits for the device, which is free on the CPU but would stall a
+    // GPU's queue every step, so there it happens every `sync_every` steps.
+    const int64_t sync_every = args.device == "cpu" ? 1 : 50;
+    // Per example: a step's loss is the mean over this rank's share.
+    Tensor loss_total;
+    double loss_sum = 0.0;
+    int64_t loss_count = 0, steps = 0, images = 0;
+    auto batches = loader.epoch(trainer.epoch, trainer.next_batch);
+    for (auto it = batches.begin(); it != batches.end(); ++it) {
+      data::Batch b = *it;
+      const int64_t local = b.labels.numel();
+      Tensor loss = trainer.step(b).cast(DType::f64) * double(local);
+      loss_total = loss_total.defined() ? loss_total + loss : loss;
+      loss_count += local;
+      images += b.total;
+      ++steps;
+      trainer.next_batch = it.index() + 1;
+      if (steps % sync_every != 0 && trainer.next_batch < total) {
+        continue;
+      }
+      loss_sum = loss_total.item<double>();
+      if (!lead) continue;
+      progress.update(
+          trainer.next_batch,
+          fmt::format("epoch {}/{} ", trainer.epoch + 1, o.epochs),
+          fmt::format(" {}/{} loss {:.4f} {:.0f} img/s", trainer.next_batch,
+                      total,
+                      loss_sum / double(std::max<int64_t>(1, loss_count)),
+                      double(images) / seconds_since(epoch_start)));
+      if (args.save_every > 0 && trainer.steps() % args.save_every == 0 &&
+          trainer.next_batch < total) {
+        trainer.save(args.output);  // Mid-epoch: --resume picks up here.
+      }
+    }
+    if (comm != nullptr) {
+      // The epoch's loss over every rank's examples.
+      std::vector<float> sums =
+          comm->all_reduce(from_vector(std::vector<float>{float(loss_sum),
+                                                          float(loss_count)},
+                                       trainer.backend()))
+              .to_vector<float>();
+      loss_sum = sums[0];
+      loss_count = int64_t(sums[1]);
+    }
+    const double epoch_seconds = seconds_since(epoch_start);
+    train_seconds += epoch_seconds;
+    if (lead) progress.clear();
+    ++trainer.epoch;
+    trainer.next_batch = 0;
+    trainer.save(args.output);
+    const auto eval_start = Clock::now();
+    test = trainer.evaluate(test_set);
+    say(fmt::format(
+        "epoch {}/{}: loss {:.4f}, {:.0f} images/s ({:.1f} s); test "
+        "loss {:.4f}, accuracy {:.2f}% ({:.1f} s)\n",
+        trainer.epoch, o.epochs,
+        loss_count > 0 ? loss_sum / double(loss_count) : 0.0,
+        double(images) / epoch_seconds, epoch_seconds, test.loss,
+        100.0 * test.accuracy, seconds_since(eval_start)));
+    std::fflush(stdout);
+  }
+  if (test.count == 0) test = trainer.evaluate(test_set);  // Nothing left.
+  say(fmt::format(
+      "done in {:.1f} s ({:.1f} s training): test accuracy {:.2f}%; "
+      "checkpoint {}\n",
+      seconds_since(start), train_seconds, 100.0 * test.accuracy, args.output));
+  return 0;
+}
 
 int train(Args args) {
   using namespace nascent;
@@ -52,88 +208,20 @@ int train(Args args) {
   }
   const auto start = Clock::now();
   std::unique_ptr<Backend> device = make_backend(args.device);
-  data::ImageDataset train_set =
-      data::load_fashion_mnist(args.data_dir, data::Split::train);
-  data::ImageDataset test_set =
-      data::load_fashion_mnist(args.data_dir, data::Split::test);
-
-  train::ClassifierTrainer trainer(o, *device, train_set.size(),
-                                   models::fashion_mnist_task());
-  if (!args.resume.empty()) trainer.load(args.resume);
-  data::DataLoader loader(train_set, trainer.loader_options(),
-                          trainer.backend());
-  fmt::print(
-      "nascent train: {} ({} parameters), {}, lr {}, batch {}, {} "
-      "epochs, seed {}, {}\n",
-      o.model, trainer.model().num_parameters(), o.optimizer, o.lr,
-      o.batch_size, o.epochs, o.seed, describe_backend(*device));
-  fmt::print("data: {} training and {} test images from {} ({:.1f} s)\n",
-             train_set.size(), test_set.size(), args.data_dir,
-             seconds_since(start));
-  if (!args.resume.empty()) {
-    fmt::print("resumed from {} at epoch {}, batch {} (step {})\n", args.resume,
-               trainer.epoch + 1, trainer.next_batch, trainer.steps());
+  std::unique_ptr<dist::Communicator> comm;
+  if (!args.distributed.empty()) {
+    comm = make_communicator(args.distributed, *device);
   }
-
-  train::EvalResult test;
-  double train_seconds = 0.0;
-  while (trainer.epoch < o.epochs) {
-    const int64_t total = loader.num_batches();
-    cli::ProgressLine progress(total, 30);
-    const auto epoch_start = Clock::now();
-    // The losses add up where they are computed; reading the sum back
-    // waits for the device, which is free on the CPU but would stall a
-    // GPU's queue every step, so there it happens every `sync_every` steps.
-    const int64_t sync_every = args.device == "cpu" ? 1 : 50;
-    Tensor loss_total;
-    double loss_sum = 0.0;
-    int64_t loss_count = 0, images = 0;
-    auto batches = loader.epoch(trainer.epoch, trainer.next_batch);
-    for (auto it = batches.begin(); it != batches.end(); ++it) {
-      data::Batch b = *it;
-      Tensor loss = trainer.step(b).cast(DType::f64);
-      loss_total = loss_total.defined() ? loss_total + loss : loss;
-      ++loss_count;
-      images += b.labels.numel();
-      trainer.next_batch = it.index() + 1;
-      if (loss_count % sync_every != 0 && trainer.next_batch < total) {
-        continue;
-      }
-      loss_sum = loss_total.item<double>();
-      progress.update(
-          trainer.next_batch,
-          fmt::format("epoch {}/{} ", trainer.epoch + 1, o.epochs),
-          fmt::format(" {}/{} loss {:.4f} {:.0f} img/s", trainer.next_batch,
-                      total, loss_sum / double(loss_count),
-                      double(images) / seconds_since(epoch_start)));
-      if (args.save_every > 0 && trainer.steps() % args.save_every == 0 &&
-          trainer.next_batch < total) {
-        trainer.save(args.output);  // Mid-epoch: --resume picks up here.
-      }
-    }
-    const double epoch_seconds = seconds_since(epoch_start);
-    train_seconds += epoch_seconds;
-    progress.clear();
-    ++trainer.epoch;
-    trainer.next_batch = 0;
-    trainer.save(args.output);
-    const auto eval_start = Clock::now();
-    test = trainer.evaluate(test_set);
-    fmt::print(
-        "epoch {}/{}: loss {:.4f}, {:.0f} images/s ({:.1f} s); test "
-        "loss {:.4f}, accuracy {:.2f}% ({:.1f} s)\n",
-        trainer.epoch, o.epochs,
-        loss_count > 0 ? loss_sum / double(loss_count) : 0.0,
-        double(images) / epoch_seconds, epoch_seconds, test.loss,
-        100.0 * test.accuracy, seconds_since(eval_start));
-    std::fflush(stdout);
+  try {
+    return run(args, start, *device, comm.get());
+  } catch (const Error& e) {
+    if (comm == nullptr || comm->world_size() == 1) throw;
+    fmt::print(stderr, "nascent: rank {} of {}: {}\n", comm->rank(),
+               comm->world_size(), e.what());
+    std::fflush(stderr);
+    comm->abort(1);
   }
-  if (test.count == 0) test = trainer.evaluate(test_set);  // Nothing left.
-  fmt::print(
-      "done in {:.1f} s ({:.1f} s training): test accuracy {:.2f}%; "
-      "checkpoint {}\n",
-      seconds_since(start), train_seconds, 100.0 * test.accuracy, args.output);
-  return 0;
+  return 1;  // Not reached: abort() ends the process.
 }
 
 }  // namespace
@@ -182,12 +270,24 @@ NASCENT_COMMAND(
                      "also checkpoint every N steps (0: after each epoch "
                      "only)")
           ->check(CLI::NonNegativeNumber);
+      sub.add_option("--distributed", args->distributed,
+                     "data-parallel over ranks: mpi (start under mpirun -np "
+                     "N), nccl (GPUs: with --nproc N, or under mpirun) or "
+                     "local (one rank); -b is then the batch of a step over "
+                     "all ranks")
+          ->check(CLI::IsMember({"mpi", "nccl", "local"}));
+      CLI::Option* nproc_opt =
+          sub.add_option("--nproc", args->nproc,
+                         "with --distributed nccl: start N ranks on this "
+                         "host, one per GPU")
+              ->check(CLI::Range(1, 1024));
       sub.add_option("--data", args->data_dir,
                      "folder with Fashion-MNIST's IDX files")
           ->capture_default_str();
       return [=] {
         args->lr_given = lr->count() > 0;
         args->epochs_given = epochs->count() > 0;
-        return train(*args);
+        args->nproc = nproc_opt->count() > 0 ? args->nproc : 0;
+        return train_rank(*args);
       };
     });

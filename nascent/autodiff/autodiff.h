@@ -38,6 +38,7 @@
 // (NoGradGuard) is per thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -198,5 +199,14 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
                          const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {},
                          bool create_graph = false);
+
+// Called once for each input of grad() with its gradient, as soon as that
+// gradient is final: while the rest of the backward pass still runs, so that
+// a caller can start work on it (data-parallel training all-reduces it).
+// Inputs the outputs do not depend on are reported, with zeros, at the end.
+using GradReady = std::function<void(size_t input, const Tensor& grad)>;
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                         const std::vector<Tensor>& inputs,
+                         const GradReady& on_ready);
 
 }  // namespace nascent::autodiff

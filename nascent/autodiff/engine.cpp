@@ -29,9 +29,14 @@ class Engine {
     add(pending_[node.get()], std::move(grad), shared);
     keep_.push_back(node);
   }
-  // Only these nodes' gradients are wanted (functional grad).
-  void capture(const std::vector<Edge>& nodes) {
-    for (const Edge& n : nodes) wanted_.insert(n.get());
+  // Only these nodes' gradients are wanted (functional grad); `on_ready`
+  // hears of each as soon as it is final.
+  void capture(const std::vector<Edge>& nodes, const GradReady& on_ready) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      wanted_.insert(nodes[i].get());
+      inputs_of_[nodes[i].get()].push_back(i);
+    }
+    on_ready_ = on_ready;
     capturing_ = true;
   }
   void run();
@@ -74,6 +79,8 @@ class Engine {
   std::unordered_map<Node*, State> states_;
   std::unordered_map<Node*, Pending> pending_;
   std::unordered_map<Node*, Tensor> captured_;
+  std::unordered_map<Node*, std::vector<size_t>> inputs_of_;
+  GradReady on_ready_;
   Gradients gradients_;
 };
 
@@ -189,7 +196,12 @@ void Engine::run() {
     ready.pop();
     Pending p = std::move(pending_[n]);
     pending_.erase(n);
-    if (p.grad.defined() && wanted_.count(n) > 0) captured_[n] = p.grad;
+    if (p.grad.defined() && wanted_.count(n) > 0) {
+      captured_[n] = p.grad;
+      if (on_ready_) {
+        for (size_t i : inputs_of_[n]) on_ready_(i, p.grad);
+      }
+    }
     if (n->is_leaf()) {
       if (accumulate_ && p.grad.defined()) {
         accumulate(static_cast<detail::Leaf&>(*n), p);
@@ -296,10 +308,12 @@ Gradients backward(const Tensor& output, const Tensor& grad_output,
   return engine.take_gradients();
 }
 
-std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
-                         const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs,
-                         bool create_graph) {
+namespace {
+
+std::vector<Tensor> run_grad(const std::vector<Tensor>& outputs,
+                             const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& grad_outputs,
+                             bool create_graph, const GradReady& on_ready) {
   const char* op = "grad";
   if (outputs.empty()) throw ValueError("grad: no outputs given");
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size()) {
@@ -318,7 +332,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     wanted.push_back(root_edge(op, inputs[i], fmt::format("input {}", i)));
   }
-  engine.capture(wanted);
+  engine.capture(wanted, on_ready);
   engine.run();
   std::vector<Tensor> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -326,10 +340,26 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
     if (!g.defined()) {
       NoGradGuard no_grad;
       g = zeros_like(inputs[i]);
+      if (on_ready) on_ready(i, g);
     }
     out.push_back(std::move(g));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                         const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs,
+                         bool create_graph) {
+  return run_grad(outputs, inputs, grad_outputs, create_graph, {});
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                         const std::vector<Tensor>& inputs,
+                         const GradReady& on_ready) {
+  return run_grad(outputs, inputs, {}, false, on_ready);
 }
 
 }  // namespace nascent::autodiff

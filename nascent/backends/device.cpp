@@ -8,8 +8,12 @@
 #include "nascent/backends/cpu/backend.h"
 #include "nascent/backends/cpu/thread_pool.h"
 #include "nascent/core/error.h"
+#include "nascent/core/ops.h"
+#include "nascent/dist/environment.h"
+#include "nascent/dist/mpi.h"
 #ifdef NASCENT_HAVE_CUDA
 #include "nascent/backends/cuda/backend.h"
+#include "nascent/backends/cuda/nccl.h"
 #endif
 #ifdef NASCENT_HAVE_WEBGPU
 #include "nascent/backends/webgpu/backend.h"
@@ -96,6 +100,71 @@ std::unique_ptr<Backend> make_backend(const std::string& device) {
       "of nascent does not have (configure with the CUDA toolkit installed)",
       device));
 #endif
+}
+
+namespace {
+
+#ifdef NASCENT_HAVE_CUDA
+std::unique_ptr<dist::Communicator> make_nccl(Backend& backend) {
+  auto* gpu = dynamic_cast<cuda::Backend*>(&backend);
+  if (gpu == nullptr) {
+    throw ValueError(fmt::format(
+        "make_communicator: nccl runs on a CUDA backend, not on {}; train "
+        "with --device cuda",
+        backend.name()));
+  }
+  const dist::Placement at = dist::placement_from_environment();
+  std::string id;
+  if (const char* v = std::getenv("NASCENT_NCCL_ID")) id = v;
+  if (id.empty() && at.world_size > 1) {
+    if (!dist::has_mpi() || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+      throw ValueError(
+          "make_communicator: nccl with several ranks needs the clique id "
+          "NASCENT_NCCL_ID: start the run with `nascent train --nproc N` or "
+          "under mpirun");
+    }
+    // Rank 0's id, sent to the others over MPI.
+    std::unique_ptr<dist::Communicator> mpi = dist::make_mpi_communicator();
+    std::string mine =
+        mpi->rank() == 0 ? cuda::nccl_unique_id() : std::string(256, '0');
+    Backend& host = default_backend();
+    std::vector<uint8_t> bytes(mine.begin(), mine.end());
+    bytes = mpi->broadcast(from_vector(bytes, host), 0).to_vector<uint8_t>();
+    id.assign(bytes.begin(), bytes.end());
+  } else if (id.empty()) {
+    id = cuda::nccl_unique_id();
+  }
+  return cuda::make_nccl_communicator(*gpu, at.rank, at.world_size, id);
+}
+#endif
+
+}  // namespace
+
+std::string make_nccl_clique_id() {
+#ifdef NASCENT_HAVE_CUDA
+  return cuda::nccl_unique_id();
+#else
+  throw BackendError(
+      "--distributed nccl needs the CUDA backend, which this build of nascent "
+      "does not have (configure with the CUDA toolkit installed)");
+#endif
+}
+
+std::unique_ptr<dist::Communicator> make_communicator(const std::string& kind,
+                                                      Backend& backend) {
+  if (kind == "local") return std::make_unique<dist::LocalCommunicator>();
+  if (kind == "mpi") return dist::make_mpi_communicator();
+  if (kind == "nccl") {
+#ifdef NASCENT_HAVE_CUDA
+    return make_nccl(backend);
+#else
+    throw BackendError(
+        "make_communicator: nccl needs the CUDA backend, which this build of "
+        "nascent does not have (configure with the CUDA toolkit installed)");
+#endif
+  }
+  throw ValueError(fmt::format(
+      "make_communicator: unknown kind '{}' (mpi, nccl or local)", kind));
 }
 
 }  // namespace nascent

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nascent/core/backend.h"
+#include "nascent/dist/communicator.h"
 
 namespace nascent {
 
@@ -27,5 +28,19 @@ std::string describe_backend(const Backend& backend);
 // The device names this build understands ("cpu", and "cuda" or "webgpu"
 // when that backend is compiled in, whether or not a GPU is present).
 std::vector<std::string> device_names();
+
+// The communicator of a multi-process run (dist/communicator.h): "mpi"
+// (any backend), "nccl" (`backend` must be a CUDA backend, the rank's
+// GPU) or "local" (one process). Rank and world size come from the
+// launcher's variables (dist/environment.h). NCCL's clique id comes from
+// NASCENT_NCCL_ID (set by `nascent train --nproc`), or, under mpirun, from
+// rank 0 by MPI. ValueError for an unknown kind; BackendError when this
+// build lacks it.
+std::unique_ptr<dist::Communicator> make_communicator(const std::string& kind,
+                                                      Backend& backend);
+
+// A new NCCL clique id for a launcher to hand to its ranks (as
+// NASCENT_NCCL_ID); needs no GPU. BackendError without the CUDA backend.
+std::string make_nccl_clique_id();
 
 }  // namespace nascent

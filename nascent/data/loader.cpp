@@ -10,6 +10,20 @@
 
 namespace nascent::data {
 
+Shard shard_of(int64_t total, int rank, int world_size) {
+  if (world_size < 1 || rank < 0 || rank >= world_size || total < 0) {
+    throw ValueError(fmt::format(
+        "shard_of: rank {} of {} ranks, {} examples: need 0 <= rank < world "
+        "and total >= 0",
+        rank, world_size, total));
+  }
+  const int64_t each = total / world_size, extra = total % world_size;
+  Shard s;
+  s.count = each + (rank < extra ? 1 : 0);
+  s.begin = rank * each + std::min<int64_t>(rank, extra);
+  return s;
+}
+
 DataLoader::DataLoader(const ImageDataset& dataset, LoaderOptions options,
                        Backend& backend)
     : dataset_(&dataset), options_(options), backend_(&backend) {
@@ -21,6 +35,7 @@ DataLoader::DataLoader(const ImageDataset& dataset, LoaderOptions options,
     throw ValueError(
         fmt::format("DataLoader: std {} is not positive", options_.std));
   }
+  shard_of(0, options_.rank, options_.world_size);  // Checks them.
   for (int p = 0; p < 256; ++p) {
     lut_[p] = (float(p) / 255.0f - options_.mean) / options_.std;
   }
@@ -55,12 +70,14 @@ Batch DataLoader::batch(const std::vector<int64_t>& order,
     throw ValueError(
         fmt::format("DataLoader: batch {} of {}", index, num_batches()));
   }
-  const int64_t count = std::min(options_.batch_size, n - start);
+  const int64_t total = std::min(options_.batch_size, n - start);
+  const Shard mine = shard_of(total, options_.rank, options_.world_size);
+  const int64_t count = mine.count;
   const int64_t per = dataset_->image_numel();
   std::vector<float> pixels(static_cast<size_t>(count * per));
   std::vector<int64_t> labels(static_cast<size_t>(count));
   for (int64_t b = 0; b < count; ++b) {
-    const int64_t e = order[size_t(start + b)];
+    const int64_t e = order[size_t(start + mine.begin + b)];
     const uint8_t* src = dataset_->image(e);
     float* dst = pixels.data() + b * per;
     for (int64_t k = 0; k < per; ++k) dst[k] = lut_[src[k]];
@@ -69,8 +86,8 @@ Batch DataLoader::batch(const std::vector<int64_t>& order,
   Shape shape{count};
   shape.insert(shape.end(), dataset_->image_shape().begin(),
                dataset_->image_shape().end());
-  return {from_vector(pixels, shape, *backend_),
-          from_vector(labels, *backend_)};
+  return {from_vector(pixels, shape, *backend_), from_vector(labels, *backend_),
+          total};
 }
 
 DataLoader::Epoch DataLoader::epoch(int64_t epoch, int64_t first_batch) const {

@@ -17,7 +17,18 @@ namespace nascent::data {
 struct Batch {
   Tensor images;  // f32 [B, C, H, W]
   Tensor labels;  // i64 [B]
+  // Examples in the whole step, over every rank of a data-parallel run
+  // (B itself when the loader is not sharded).
+  int64_t total = 0;
 };
+
+// The examples [begin, begin + count) that `rank` takes of `total`: an even
+// split, the first total % world_size ranks taking one more.
+struct Shard {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+Shard shard_of(int64_t total, int rank, int world_size);
 
 struct LoaderOptions {
   int64_t batch_size = 64;
@@ -26,6 +37,12 @@ struct LoaderOptions {
   uint64_t seed = 0;
   float mean = 0.0f;  // Normalisation of pixels scaled to [0, 1].
   float std = 1.0f;
+  // Data-parallel runs: each batch of batch_size examples is shared out
+  // between world_size ranks (shard_of), and this loader gives rank
+  // `rank`'s part; every rank sees the same order, so each example is seen
+  // once per epoch.
+  int rank = 0;
+  int world_size = 1;
 };
 
 class DataLoader {

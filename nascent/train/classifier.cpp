@@ -12,8 +12,9 @@ using nlohmann::json;
 
 ClassifierTrainer::ClassifierTrainer(const TrainOptions& options,
                                      Backend& inner, int64_t train_size,
-                                     const ClassifierTask& task)
-    : options_(options), task_(task), ad_(inner) {
+                                     const ClassifierTask& task,
+                                     dist::Communicator* comm)
+    : options_(options), task_(task), ad_(inner), comm_(comm) {
   const TrainOptions& o = options_;
   if (o.epochs <= 0 || o.batch_size <= 0 || train_size <= 0) {
     throw ValueError(fmt::format(
@@ -31,6 +32,9 @@ ClassifierTrainer::ClassifierTrainer(const TrainOptions& options,
     params_.push_back(p.tensor);
   }
   optimizer_ = make_optimizer(o, named);
+  if (comm_ != nullptr) {
+    ddp_ = std::make_unique<dist::DataParallel>(*comm_, *model_, *optimizer_);
+  }
   const int64_t per_epoch = (train_size + o.batch_size - 1) / o.batch_size;
   schedule_ = make_schedule(o, o.epochs * per_epoch);
 }
@@ -40,12 +44,25 @@ data::LoaderOptions ClassifierTrainer::loader_options() const {
           .shuffle = true,
           .seed = options_.seed,
           .mean = task_.mean,
-          .std = task_.std};
+          .std = task_.std,
+          .rank = comm_ != nullptr ? comm_->rank() : 0,
+          .world_size = comm_ != nullptr ? comm_->world_size() : 1};
 }
 
 Tensor ClassifierTrainer::step(const data::Batch& batch) {
   optimizer_->set_lr(schedule_->lr(steps()));
   model_->train();
+  if (ddp_) {
+    const int64_t local = batch.labels.numel();
+    const int64_t total = batch.total > 0 ? batch.total : local;
+    Tensor loss;
+    if (local > 0) {
+      loss = nn::cross_entropy((*model_)(batch.images), batch.labels);
+    }
+    ddp_->step(loss, local, total);
+    if (!loss.defined()) return zeros({}, ad_);
+    return autodiff::detach(loss);
+  }
   Tensor loss = nn::cross_entropy((*model_)(batch.images), batch.labels);
   std::vector<Tensor> inputs;
   for (Tensor* p : params_) inputs.push_back(*p);
@@ -70,11 +87,22 @@ EvalResult ClassifierTrainer::evaluate(const data::ImageDataset& dataset,
   double loss_sum = 0.0;
   int64_t correct = 0;
   for (const data::Batch& b : loader.epoch(0)) {
+    if (b.labels.numel() == 0) continue;  // An empty share of the batch.
     Tensor logits = (*model_)(b.images);
     nn::CrossEntropyOptions ce;
     ce.reduction = nn::Reduction::sum;
     loss_sum += nn::cross_entropy(logits, b.labels, ce).item<double>();
     correct += sum(eq(argmax(logits, 1), b.labels)).item<int64_t>();
+  }
+  if (comm_ != nullptr) {
+    // f32 holds the counts exactly (below 2^24) and the loss to 7 digits.
+    std::vector<float> sums =
+        comm_
+            ->all_reduce(from_vector(
+                std::vector<float>{float(loss_sum), float(correct)}, ad_))
+            .to_vector<float>();
+    loss_sum = sums[0];
+    correct = int64_t(sums[1]);
   }
   model_->train();
   EvalResult r;
@@ -85,6 +113,7 @@ EvalResult ClassifierTrainer::evaluate(const data::ImageDataset& dataset,
 }
 
 void ClassifierTrainer::save(const std::string& path, const json& extra) const {
+  if (comm_ != nullptr && comm_->rank() != 0) return;
   json training = extra.is_object() ? extra : json::object();
   training["options"] = options_.to_json();
   training["epoch"] = epoch;

@@ -14,6 +14,7 @@
 
 #include "nascent/autodiff/autodiff.h"
 #include "nascent/data/loader.h"
+#include "nascent/dist/data_parallel.h"
 #include "nascent/nn/layers.h"
 #include "nascent/train/options.h"
 
@@ -39,9 +40,16 @@ struct EvalResult {
 class ClassifierTrainer {
  public:
   // Builds the model and optimizer on an autodiff backend wrapping `inner`.
-  // `train_size` (examples per epoch) fixes the schedule's length.
+  // `train_size` (examples per epoch) fixes the schedule's length. With a
+  // communicator of several ranks, training is data-parallel: every rank
+  // starts from rank 0's weights, a step's options.batch_size examples are
+  // shared out between the ranks (loader_options() shards the loader), the
+  // gradients are averaged over them, and only rank 0 writes checkpoints.
+  // A step is then the step one process takes on the whole batch, so a run
+  // may resume with another number of ranks.
   ClassifierTrainer(const TrainOptions& options, Backend& inner,
-                    int64_t train_size, const ClassifierTask& task);
+                    int64_t train_size, const ClassifierTask& task,
+                    dist::Communicator* comm = nullptr);
 
   const TrainOptions& options() const { return options_; }
   // The backend that batches must live on (autodiff over `inner`).
@@ -51,9 +59,11 @@ class ClassifierTrainer {
   data::LoaderOptions loader_options() const;
 
   // One step (forward, loss, backward, update) at the schedule's learning
-  // rate; returns the loss, a 0-d tensor not yet read back.
+  // rate; returns the loss, a 0-d tensor not yet read back (data-parallel:
+  // this rank's mean over its share, zero for an empty share).
   Tensor step(const data::Batch& batch);
-  // Mean loss and accuracy in eval mode, without a tape.
+  // Mean loss and accuracy in eval mode, without a tape (data-parallel:
+  // each rank evaluates its share and the sums are added up).
   EvalResult evaluate(const data::ImageDataset& dataset,
                       int64_t batch_size = 1000);
 
@@ -64,7 +74,11 @@ class ClassifierTrainer {
   int64_t steps() const { return optimizer_->step_count(); }
   double lr_at(int64_t step) const { return schedule_->lr(step); }
 
-  // Checkpoints the model, the optimizer, the options and the position.
+  // The communicator of a data-parallel run, or null.
+  dist::Communicator* communicator() const { return comm_; }
+
+  // Checkpoints the model, the optimizer, the options and the position
+  // (data-parallel: rank 0 writes, the others return at once).
   void save(const std::string& path, const nlohmann::json& extra = {}) const;
   // Restores a checkpoint written by save() with the same model and
   // optimizer; ValueError if the options differ in either.
@@ -80,6 +94,8 @@ class ClassifierTrainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::shared_ptr<const optim::Schedule> schedule_;
   std::vector<Tensor*> params_;
+  dist::Communicator* comm_ = nullptr;
+  std::unique_ptr<dist::DataParallel> ddp_;
 };
 
 }  // namespace nascent::train
