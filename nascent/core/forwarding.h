@@ -28,6 +28,8 @@ class ForwardingBackend : public Backend {
  public:
   explicit ForwardingBackend(Backend& inner) : inner_(inner) {}
   Backend& inner() const { return inner_; }
+  // The wrapped backend's handle on the bytes of t, which lives here.
+  Tensor unwrapped(const Tensor& t) const { return to_inner(t); }
 
   std::string name() const override { return inner_.name(); }
   std::shared_ptr<BackendData> allocate(size_t nbytes) override;
@@ -106,5 +108,10 @@ class ForwardingBackend : public Backend {
   void call(Op op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> written, Fn&& fn);
 };
+
+// The handle on t's bytes of the backend that owns them, through every
+// forwarding backend around it (a collective writing device memory
+// directly needs the device backend's own tensor).
+Tensor innermost(const Tensor& t);
 
 }  // namespace nascent

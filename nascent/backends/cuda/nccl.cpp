@@ -13,6 +13,7 @@
 
 #include "nascent/backends/cuda/context.h"
 #include "nascent/backends/cuda/libraries.h"
+#include "nascent/core/forwarding.h"
 #include "nascent/core/ops.h"
 
 namespace nascent::cuda {
@@ -129,9 +130,9 @@ class NcclCommunicator final : public dist::Communicator {
   Tensor broadcast(const Tensor& x, int root) override {
     check("broadcast", x, false, root);
     const Tensor in = on_gpu("broadcast", x);
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.backend());
+    auto [out, dst] = output(x.shape(), x);
     DeviceGuard device(gpu_.device());
-    check_nccl(nccl().ncclBroadcast(byte_ptr(in), byte_ptr(out),
+    check_nccl(nccl().ncclBroadcast(byte_ptr(in), dst,
                                     size_t(x.numel()) * x.itemsize(), ncclUint8,
                                     root, comm_, stream()),
                "ncclBroadcast");
@@ -143,9 +144,9 @@ class NcclCommunicator final : public dist::Communicator {
     const Tensor in = on_gpu("all_gather", x);
     Shape shape = x.shape();
     shape.insert(shape.begin(), size_);
-    Tensor out = Tensor::empty(shape, x.dtype(), x.backend());
+    auto [out, dst] = output(shape, x);
     DeviceGuard device(gpu_.device());
-    check_nccl(nccl().ncclAllGather(byte_ptr(in), byte_ptr(out),
+    check_nccl(nccl().ncclAllGather(byte_ptr(in), dst,
                                     size_t(x.numel()) * x.itemsize(), ncclUint8,
                                     comm_, stream()),
                "ncclAllGather");
@@ -171,15 +172,23 @@ class NcclCommunicator final : public dist::Communicator {
   cudaStream_t stream() const {
     return static_cast<cudaStream_t>(gpu_.native_stream());
   }
-  // x contiguous, checked to be on this communicator's GPU.
+  // x contiguous, as the CUDA backend's own tensor (x may live on a
+  // wrapper of it, such as autodiff's), checked to be on this GPU.
   Tensor on_gpu(const char* op, const Tensor& x) const {
-    auto* d = dynamic_cast<CudaData*>(x.data().get());
+    Tensor inner = innermost(x.contiguous());
+    auto* d = dynamic_cast<CudaData*>(inner.data().get());
     if (d == nullptr || &d->context() != &gpu_.context()) {
       throw BackendError(fmt::format(
           "{} (nccl): {} lives on {}, not on {}, the GPU of this rank", op,
           x.to_string(), x.backend().name(), gpu_.name()));
     }
-    return x.contiguous();
+    return inner;
+  }
+  // A new tensor on x's backend and the device bytes NCCL writes it with.
+  static std::pair<Tensor, std::byte*> output(const Shape& shape,
+                                              const Tensor& x) {
+    Tensor out = Tensor::empty(shape, x.dtype(), x.backend());
+    return {out, byte_ptr(innermost(out))};
   }
 
   Backend& gpu_;
