@@ -53,7 +53,7 @@ std::string expression(BinaryOp op, DType dt) {
     case B::logical_xor:
       return fmt::format("select(0u, 1u, ({}) != ({}))", nz_a, nz_b);
     case B::pow:
-      return "";
+      return f ? "pow_f(a, b)" : "";  // The front-end takes pow to floats.
   }
   return "";
 }
@@ -72,8 +72,8 @@ void Backend::binary(BinaryOp op, const Tensor& a, const Tensor& b,
                     op_name, a.to_string()));
   }
   const Tensor* in[] = {&a, &b};
-  elementwise(*ctx_, op_name, std::string("binary_") + op_name, "", body, in,
-              out);
+  elementwise(*ctx_, op_name, std::string("binary_") + op_name,
+              op == BinaryOp::pow ? math_wgsl() : "", body, in, out);
 }
 
 void Backend::where(const Tensor& cond, const Tensor& a, const Tensor& b,

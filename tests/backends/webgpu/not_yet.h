@@ -10,11 +10,6 @@ namespace nascent::webgpu::testing {
 
 inline const std::set<Op>& not_yet() {
   static const std::set<Op> ops = {
-      // Unary ops whose WGSL builtins are not accurate enough yet, or that
-      // have none.
-      Op::exp, Op::log, Op::log1p, Op::expm1, Op::sin, Op::cos, Op::tanh,
-      Op::sigmoid, Op::gelu, Op::gelu_tanh, Op::silu, Op::erf, Op::pow_scalar,
-      Op::pow,
       // Families not done yet.
       Op::cumsum, Op::conv2d, Op::conv2d_backward_input,
       Op::conv2d_backward_weight, Op::max_pool2d, Op::avg_pool2d,
