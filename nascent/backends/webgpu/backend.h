@@ -20,8 +20,9 @@
 // argmin). WebGPU has no f64: an op given one raises DTypeError naming the
 // op and the adapter; f16 and bf16 are not done yet (DTypeError too). One
 // file per op family: creation.cpp (fill, arange), copy.cpp, unary.cpp,
-// binary.cpp (and where), reduce.cpp, matmul.cpp, softmax.cpp, norm.cpp;
-// the families not done yet raise BackendError naming the op.
+// binary.cpp (and where), math.cpp (the WGSL math library), reduce.cpp,
+// matmul.cpp, softmax.cpp, norm.cpp, optim.cpp, glu.cpp; the families not
+// done yet raise BackendError naming the op.
 //
 // Device errors (validation, out of memory, a lost device) are caught by
 // the device's callbacks and raised as BackendError naming the op; nothing
@@ -111,6 +112,10 @@ class Backend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override;
 
  private:
   std::shared_ptr<Context> ctx_;

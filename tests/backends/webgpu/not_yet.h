@@ -16,9 +16,8 @@ inline const std::set<Op>& not_yet() {
       Op::max_pool2d_backward, Op::avg_pool2d_backward, Op::gather,
       Op::scatter_add, Op::index_select, Op::qmatmul, Op::dequantize,
       Op::qembedding, Op::quantize,
-      // Composed from the ops above (rope, attention, glu, optim).
-      Op::rope, Op::attention, Op::swiglu, Op::geglu, Op::sgd_update,
-      Op::adam_update};
+      // Composed from the ops above (rope, attention).
+      Op::rope, Op::attention};
   return ops;
 }
 
