@@ -1,6 +1,7 @@
 // copy: strided source to strided destination, converting the dtype with
 // the rules of from_double() (floats saturate into integers, NaN gives 0;
-// integers wrap into narrower integers, as the CPU's casts).
+// integers wrap into narrower integers, as the CPU's casts). i64 is two
+// words (int64.cpp).
 #include <fmt/format.h>
 
 #include "nascent/backends/webgpu/elementwise.h"
@@ -27,6 +28,23 @@ fn f32_to_u8(v: f32) -> u32 {
 std::string convert(const std::string& v, DType from, DType to) {
   if (from == to) return v;
   const bool small_from = from == DType::u8 || from == DType::boolean;
+  if (from == DType::i64) {
+    switch (to) {
+      case DType::f32:
+        return "i64_to_f32(" + v + ")";
+      case DType::i32:
+        return "bitcast<i32>(" + v + ".x)";
+      case DType::u8:
+        return "(" + v + ".x & 0xffu)";
+      default:
+        return "select(0u, 1u, i64_nz(" + v + "))";
+    }
+  }
+  if (to == DType::i64) {
+    if (from == DType::f32) return "f32_to_i64(" + v + ")";
+    if (from == DType::i32) return "i64_of(" + v + ")";
+    return "vec2<u32>(" + v + ", 0u)";
+  }
   switch (to) {
     case DType::f32:
       return "f32(" + v + ")";
@@ -52,10 +70,12 @@ const char* convert_helpers() {
 }
 
 void Backend::copy(const Tensor& src, Tensor& dst) {
-  check_dtype(*ctx_, "copy", src);
-  check_dtype(*ctx_, "copy", dst);
+  check_dtype(*ctx_, "copy", src, true);
+  check_dtype(*ctx_, "copy", dst, true);
   const Tensor* in[] = {&src};
-  elementwise(*ctx_, "copy", "copy", kConvertHelpers,
+  const bool i64 = src.dtype() == DType::i64 || dst.dtype() == DType::i64;
+  elementwise(*ctx_, "copy", "copy",
+              std::string(kConvertHelpers) + (i64 ? int64_wgsl() : ""),
               convert("a", src.dtype(), dst.dtype()), in, dst);
 }
 
