@@ -439,7 +439,7 @@ WebGpuData::~WebGpuData() {
 }
 
 void check_dtype(const Context& ctx, const char* op, const Tensor& t,
-                 bool takes_i64) {
+                 bool takes_i64, bool takes_f64) {
   switch (t.dtype()) {
     case DType::f32:
     case DType::i32:
@@ -447,6 +447,7 @@ void check_dtype(const Context& ctx, const char* op, const Tensor& t,
     case DType::boolean:
       return;
     case DType::f64:
+      if (takes_f64) return;
       throw DTypeError(fmt::format(
           "webgpu backend: {} got {}: WebGPU has no f64 (adapter {})", op,
           t.to_string(), ctx.info.name));
@@ -482,6 +483,7 @@ const char* wgsl_type(DType dtype) {
     case DType::i32:
       return "i32";
     case DType::i64:
+    case DType::f64:
       return "vec2<u32>";
     default:
       return "u32";
@@ -500,7 +502,7 @@ std::string declare(const std::string& n, int binding, DType dtype,
         "fn store_{2}(i: u32, v: {1}) {{ {2}[i] = v; }}\n",
         head, t, n);
   }
-  if (dtype == DType::i64) {
+  if (dtype == DType::i64 || dtype == DType::f64) {
     // Two words, low first.
     return fmt::format(
         "{0}array<u32>;\n"

@@ -123,6 +123,7 @@ void Backend::binary(BinaryOp op, const Tensor& a, const Tensor& b,
 void Backend::where(const Tensor& cond, const Tensor& a, const Tensor& b,
                     Tensor& out) {
   check_dtype(*ctx_, "where", cond, true);
+  check_dtype(*ctx_, "where", a, true);
   const char* nz = cond.dtype() == DType::f32   ? "nz_f(c)"
                    : cond.dtype() == DType::i32 ? "c != 0"
                    : cond.dtype() == DType::i64 ? "i64_nz(c)"

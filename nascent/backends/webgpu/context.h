@@ -95,10 +95,11 @@ inline WGPUBuffer buffer_of(const Tensor& t) {
 
 // Element types the kernels take: f32, i32, u8 and bool, and i64 where
 // `takes_i64` (two u32 words, low first: copy, fill, binary ops, where,
-// sum, cumsum, the index ops). DTypeError naming the op and the adapter
-// otherwise.
+// sum, cumsum, the index ops), and f64 where `takes_f64` (stored as two
+// words; only copy converts into it, so that results can be read as
+// doubles). DTypeError naming the op and the adapter otherwise.
 void check_dtype(const Context& ctx, const char* op, const Tensor& t,
-                 bool takes_i64 = false);
+                 bool takes_i64 = false, bool takes_f64 = false);
 // BackendError for an op this backend does not run yet.
 [[noreturn]] void not_implemented(const char* op);
 

@@ -19,7 +19,8 @@ void elementwise(Context& ctx, const char* op, const std::string& key,
                  std::span<const uint32_t> extra) {
   std::vector<const Tensor*> all = {&out};
   all.insert(all.end(), inputs.begin(), inputs.end());
-  for (const Tensor* t : all) check_dtype(ctx, op, *t, true);
+  // The callers refuse the dtypes their op lacks; here only storage.
+  for (const Tensor* t : all) check_dtype(ctx, op, *t, true, true);
   if (out.numel() == 0) return;
   std::vector<uint32_t> words = strided_params(out.shape(), all);
   const size_t extra_at = words.size();

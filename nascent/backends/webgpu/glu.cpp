@@ -7,6 +7,7 @@ namespace nascent::webgpu {
 
 void Backend::glu(GluOp op, const Tensor& gate, const Tensor& up, Tensor& out) {
   const char* op_name = nascent::name(op);
+  check_dtype(*ctx_, op_name, gate);
   const Tensor* in[] = {&gate, &up};
   elementwise(*ctx_, op_name, std::string("glu_") + op_name, math_wgsl(),
               op == GluOp::swiglu ? "silu_f(a) * b" : "gelu_tanh_f(a) * b", in,

@@ -1,7 +1,7 @@
 // WebGPU-backend behaviour the conformance suite does not reach: the device
 // name, dtypes it refuses, the ops not done yet, laziness and batching,
 // the buffer pool (nothing leaks, trim empties it), arange (whose cases use
-// only i64 and f64).
+// only i64 and f64), reading as doubles.
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -41,6 +41,34 @@ TEST(WebGpuBackend, F64IsADTypeErrorNamingOpAndAdapter) {
     EXPECT_NE(m.find("f64"), std::string::npos) << m;
     EXPECT_NE(m.find(gpu.adapter().name), std::string::npos) << m;
   }
+}
+
+// Reading a tensor as doubles casts it to f64 on the device: the one
+// conversion into f64 the backend does, exact from every 32-bit type
+// (subnormals, infinities, NaN, -0 and the integer extremes included).
+TEST(WebGpuBackend, ReadingAsDoublesIsExact) {
+  NEED_ADAPTER();
+  const std::vector<float> f = {
+      0.0f,   -0.0f, 1.0f,   -1.5f,    3.1415927f, 1e-40f,     -1e-45f,
+      1e-38f, 3e38f, -3e38f, INFINITY, -INFINITY,  123456.789f};
+  const std::vector<double> got = from_vector(f, gpu).to_vector<double>();
+  ASSERT_EQ(got.size(), f.size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    EXPECT_EQ(got[i], double(f[i])) << "f32 " << f[i];
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(f[i])) << "f32 " << f[i];
+  }
+  EXPECT_TRUE(std::isnan(
+      from_vector(std::vector<float>{NAN}, gpu).to_vector<double>()[0]));
+  const std::vector<int32_t> n = {
+      0, 1, -1, 7, -123456789, 2147483647, -2147483647 - 1};
+  const std::vector<double> gn = from_vector(n, gpu).to_vector<double>();
+  for (size_t i = 0; i < n.size(); ++i) {
+    EXPECT_EQ(gn[i], double(n[i])) << "i32 " << n[i];
+  }
+  const std::vector<uint8_t> u = {0, 1, 200, 255};
+  const std::vector<double> gu = from_vector(u, gpu).to_vector<double>();
+  for (size_t i = 0; i < u.size(); ++i) EXPECT_EQ(gu[i], double(u[i]));
+  EXPECT_EQ(full({}, 2.5, gpu).item<double>(), 2.5);
 }
 
 // Every op of not_yet() raises BackendError naming it and the backend on
