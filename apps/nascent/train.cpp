@@ -133,7 +133,10 @@ int run(const Args& args, Clock::time_point start, nascent::Backend& device,
     for (auto it = batches.begin(); it != batches.end(); ++it) {
       data::Batch b = *it;
       const int64_t local = b.labels.numel();
-      Tensor loss = trainer.step(b).cast(DType::f64) * double(local);
+      // WebGPU has no f64: there the running sum of the losses stays f32.
+      Tensor loss = trainer.step(b).cast(args.device == "webgpu" ? DType::f32
+                                                                 : DType::f64) *
+                    double(local);
       loss_total = loss_total.defined() ? loss_total + loss : loss;
       loss_count += local;
       images += b.total;
@@ -254,7 +257,7 @@ NASCENT_COMMAND(
                      "CPU threads (default: NASCENT_NUM_THREADS or all cores)")
           ->check(CLI::Range(1, 1024));
       sub.add_option("-d,--device", args->device,
-                     "where to train: cpu, cuda or cuda:N")
+                     "where to train: cpu, cuda, cuda:N or webgpu")
           ->capture_default_str();
       sub.add_option("-s,--seed", o.seed,
                      "seed of the initialisation and the data order")

@@ -438,7 +438,8 @@ WebGpuData::~WebGpuData() {
   ctx_->give(buffer_, capacity_, persistent);
 }
 
-void check_dtype(const Context& ctx, const char* op, const Tensor& t) {
+void check_dtype(const Context& ctx, const char* op, const Tensor& t,
+                 bool takes_i64, bool takes_f64) {
   switch (t.dtype()) {
     case DType::f32:
     case DType::i32:
@@ -446,6 +447,7 @@ void check_dtype(const Context& ctx, const char* op, const Tensor& t) {
     case DType::boolean:
       return;
     case DType::f64:
+      if (takes_f64) return;
       throw DTypeError(fmt::format(
           "webgpu backend: {} got {}: WebGPU has no f64 (adapter {})", op,
           t.to_string(), ctx.info.name));
@@ -457,9 +459,12 @@ void check_dtype(const Context& ctx, const char* op, const Tensor& t) {
           op, t.to_string(), ctx.info.name,
           ctx.info.shader_f16 ? ", which offers shader-f16" : ""));
     case DType::i64:
+      if (takes_i64) return;
       throw DTypeError(fmt::format(
-          "webgpu backend: {} got {}: i64 is not done yet on the webgpu "
-          "backend (WGSL has no 64-bit integers; adapter {})",
+          "webgpu backend: {} got {}: i64 is not done yet for this op on the "
+          "webgpu backend (WGSL has no 64-bit integers; i64 is stored as two "
+          "words and taken by copy, fill, binary ops, where, sum, cumsum and "
+          "the index ops; adapter {})",
           op, t.to_string(), ctx.info.name));
   }
 }
@@ -476,8 +481,10 @@ const char* wgsl_type(DType dtype) {
     case DType::f32:
       return "f32";
     case DType::i32:
-    case DType::i64:
       return "i32";
+    case DType::i64:
+    case DType::f64:
+      return "vec2<u32>";
     default:
       return "u32";
   }
@@ -495,13 +502,15 @@ std::string declare(const std::string& n, int binding, DType dtype,
         "fn store_{2}(i: u32, v: {1}) {{ {2}[i] = v; }}\n",
         head, t, n);
   }
-  if (dtype == DType::i64) {
-    // Two words, low first; loads read the low one (indices in range).
+  if (dtype == DType::i64 || dtype == DType::f64) {
+    // Two words, low first.
     return fmt::format(
         "{0}array<u32>;\n"
-        "fn load_{1}(i: u32) -> i32 {{ return bitcast<i32>({1}[2u * i]); }}\n"
-        "fn store_{1}(i: u32, v: i32) {{ {1}[2u * i] = bitcast<u32>(v);\n"
-        "  {1}[2u * i + 1u] = select(0u, 0xffffffffu, v < 0); }}\n",
+        "fn load_{1}(i: u32) -> vec2<u32> {{\n"
+        "  return vec2<u32>({1}[2u * i], {1}[2u * i + 1u]); }}\n"
+        "fn store_{1}(i: u32, v: vec2<u32>) {{\n"
+        "  {1}[2u * i] = v.x;\n"
+        "  {1}[2u * i + 1u] = v.y; }}\n",
         head, n);
   }
   if (!output) {
@@ -745,10 +754,6 @@ MemoryStats Backend::memory_stats() const {
 
 // --- Families not done yet ---------------------------------------------------
 
-void Backend::scan(ScanOp op, const Tensor&, int, Tensor&) {
-  not_implemented(nascent::name(op));
-}
-
 void Backend::conv2d(ConvOp op, const Tensor&, const Tensor&, const Tensor*,
                      const Conv2dParams&, Tensor&) {
   not_implemented(nascent::name(op));
@@ -756,11 +761,6 @@ void Backend::conv2d(ConvOp op, const Tensor&, const Tensor&, const Tensor*,
 
 void Backend::pool2d(PoolOp op, const Tensor&, const Tensor*,
                      const Pool2dParams&, Tensor&, Tensor*) {
-  not_implemented(nascent::name(op));
-}
-
-void Backend::index(IndexOp op, const Tensor&, int, const Tensor&,
-                    const Tensor*, Tensor&) {
   not_implemented(nascent::name(op));
 }
 

@@ -16,12 +16,15 @@
 // ones; set_persistent marks parameters (counted apart in memory_stats).
 //
 // Element types: f32, i32, u8 and bool (u8 and bool packed four to a u32
-// word, as WGSL has no 8-bit type; i64 only where an op gives it: argmax,
-// argmin). WebGPU has no f64: an op given one raises DTypeError naming the
-// op and the adapter; f16 and bf16 are not done yet (DTypeError too). One
-// file per op family: creation.cpp (fill, arange), copy.cpp, unary.cpp,
-// binary.cpp (and where), reduce.cpp, matmul.cpp, softmax.cpp, norm.cpp;
-// the families not done yet raise BackendError naming the op.
+// word, as WGSL has no 8-bit type), and i64 as two words in copy, fill,
+// binary ops, where, sum, cumsum and the index ops (int64.cpp). WebGPU has
+// no f64: an op given one raises DTypeError naming the op and the adapter,
+// except a copy into it (reading results as doubles); f16 and bf16 are not
+// done yet (DTypeError too). One file per op family: creation.cpp (fill,
+// arange), copy.cpp, unary.cpp, binary.cpp (and where), math.cpp (the WGSL
+// math library), reduce.cpp, scan.cpp, matmul.cpp, softmax.cpp, norm.cpp,
+// index.cpp, optim.cpp, glu.cpp; the families not done yet raise
+// BackendError naming the op.
 //
 // Device errors (validation, out of memory, a lost device) are caught by
 // the device's callbacks and raised as BackendError naming the op; nothing
@@ -111,6 +114,10 @@ class Backend final : public nascent::Backend {
              const Tensor* src, Tensor& out) override;
   void quant(QuantOp op, const Tensor* x,
              std::span<const QuantArg> args) override;
+  void optim(OptimOp op, const OptimParams& p, Tensor& param,
+             const Tensor& grad, Tensor* state0, Tensor* state1) override;
+  void glu(GluOp op, const Tensor& gate, const Tensor& up,
+           Tensor& out) override;
 
  private:
   std::shared_ptr<Context> ctx_;

@@ -93,16 +93,20 @@ inline WGPUBuffer buffer_of(const Tensor& t) {
   return static_cast<WebGpuData*>(t.data().get())->buffer();
 }
 
-// Element types the kernels take: f32, i32, u8 and bool; i64 only as
-// written by argmax/argmin. DTypeError naming the op and the adapter
-// otherwise.
-void check_dtype(const Context& ctx, const char* op, const Tensor& t);
+// Element types the kernels take: f32, i32, u8 and bool, and i64 where
+// `takes_i64` (two u32 words, low first: copy, fill, binary ops, where,
+// sum, cumsum, the index ops), and f64 where `takes_f64` (stored as two
+// words; only copy converts into it, so that results can be read as
+// doubles). DTypeError naming the op and the adapter otherwise.
+void check_dtype(const Context& ctx, const char* op, const Tensor& t,
+                 bool takes_i64 = false, bool takes_f64 = false);
 // BackendError for an op this backend does not run yet.
 [[noreturn]] void not_implemented(const char* op);
 
 // --- WGSL helpers shared by the op families ----------------------------------
 
-// The WGSL type a dtype computes in (f32, i32, u32 for u8 and bool).
+// The WGSL type a dtype computes in (f32, i32, u32 for u8 and bool,
+// vec2<u32> for i64: int64_wgsl()'s functions work on it).
 const char* wgsl_type(DType dtype);
 // Declares `var<storage, read_write> NAME: array<...>` at `binding`
 // (array<atomic<u32>> for u8/bool outputs, which are written a byte at a

@@ -1,4 +1,4 @@
-// fill and arange.
+// fill and arange (i64 values as two words, low first).
 #include <cstring>
 #include <vector>
 
@@ -25,14 +25,45 @@ uint32_t value_word(Scalar v, DType dtype) {
   }
 }
 
+// `v` as the CPU backend stores it in an i64.
+int64_t int64_of(Scalar v) {
+  return v.is_integral() ? v.to_int64() : from_double<int64_t>(v.to_double());
+}
+
 }  // namespace
 
 void Backend::create(CreationOp op, Scalar a, Scalar b, Tensor& out) {
   Context& ctx = *ctx_;
   const char* op_name = nascent::name(op);
-  check_dtype(ctx, op_name, out);
+  check_dtype(ctx, op_name, out, true);
   const DType dt = out.dtype();
   const std::string t = wgsl_type(dt);
+  if (dt == DType::i64) {
+    if (op == CreationOp::fill) {
+      const int64_t v = int64_of(a);
+      const uint32_t w[2] = {uint32_t(uint64_t(v)),
+                             uint32_t(uint64_t(v) >> 32)};
+      elementwise(ctx, op_name, "fill", "", "vec2<u32>(XU(0u), XU(1u))", {},
+                  out, w);
+      return;
+    }
+    // arange is small: computed here as the CPU does, and written.
+    std::vector<int64_t> v(size_t(out.numel()));
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] =
+          a.is_integral() && b.is_integral()
+              ? int64_t(uint64_t(a.to_int64()) +
+                        uint64_t(i) * uint64_t(b.to_int64()))
+              : from_double<int64_t>(a.to_double() + double(i) * b.to_double());
+    }
+    if (!v.empty()) {
+      ctx.flush();
+      wgpuQueueWriteBuffer(ctx.queue, buffer_of(out), 0, v.data(),
+                           v.size() * 8);
+    }
+    ctx.check(op_name);
+    return;
+  }
   if (op == CreationOp::fill) {
     const uint32_t w = value_word(a, dt);
     elementwise(ctx, op_name, "fill", "", "bitcast<" + t + ">(XU(0u))", {}, out,

@@ -19,21 +19,26 @@ void elementwise(Context& ctx, const char* op, const std::string& key,
                  std::span<const uint32_t> extra) {
   std::vector<const Tensor*> all = {&out};
   all.insert(all.end(), inputs.begin(), inputs.end());
-  for (const Tensor* t : all) check_dtype(ctx, op, *t);
+  // The callers refuse the dtypes their op lacks; here only storage.
+  for (const Tensor* t : all) check_dtype(ctx, op, *t, true, true);
   if (out.numel() == 0) return;
   std::vector<uint32_t> words = strided_params(out.shape(), all);
   const size_t extra_at = words.size();
   words.insert(words.end(), extra.begin(), extra.end());
+  // A word that is 0 at run time, for math_wgsl()'s keep().
+  const size_t zero_at = words.size();
+  words.push_back(0);
 
   std::string full_key = key;
   for (const Tensor* t : all) full_key += std::string(":") + name(t->dtype());
   std::string src = prelude(kGroup);
   src += fmt::format(
       "const E: u32 = {}u;\n"
+      "const Z: u32 = {}u;\n"
       "fn X(k: u32) -> f32 {{ return pf(E + k); }}\n"
       "fn XI(k: u32) -> i32 {{ return pi(E + k); }}\n"
       "fn XU(k: u32) -> u32 {{ return P[E + k]; }}\n",
-      extra_at);
+      extra_at, zero_at);
   src += declare("O", 1, out.dtype(), true);
   static const char* kNames[] = {"A", "B", "C"};
   for (size_t k = 0; k < inputs.size(); ++k) {

@@ -14,7 +14,10 @@ namespace nascent::webgpu {
 // inputs' values of element i (as wgsl_type of their dtype) and X(k) reads
 // extra parameter word k as an f32, XI(k) as an i32 and XU(k) as a u32;
 // `helpers` holds any WGSL functions the body calls. `key` names the
-// kernel in the pipeline cache (the dtypes are added to it).
+// kernel in the pipeline cache (the dtypes are added to it). Parameter
+// word Z is 0 (math_wgsl()'s keep() reads it).
+// Operands and the output may be i64 (as vec2<u32>), with int64_wgsl() in
+// the helpers where the body needs it.
 void elementwise(Context& ctx, const char* op, const std::string& key,
                  const std::string& helpers, const std::string& body,
                  std::span<const Tensor* const> inputs, Tensor& out,
@@ -22,6 +25,17 @@ void elementwise(Context& ctx, const char* op, const std::string& key,
 
 // The word of a float parameter.
 uint32_t f32_word(double v);
+
+// WGSL functions for elementwise() bodies (math.cpp): exp_f, expm1_f,
+// log_f, log1p_f, sin_f, cos_f, tanh_f, sigmoid_f, silu_f, gelu_f,
+// gelu_tanh_f, erf_f and pow_f, all on f32, within the conformance bounds.
+const char* math_wgsl();
+
+// WGSL functions on i64 values held as vec2<u32> (low word, high word)
+// (int64.cpp): i64_of(i32), i64_add, i64_sub, i64_neg, i64_mul (wrapping),
+// i64_lt (signed), i64_nz, f32_to_i64 (saturating, NaN 0) and i64_to_f32
+// (rounded to nearest even).
+const char* int64_wgsl();
 
 }  // namespace nascent::webgpu
 

@@ -100,9 +100,11 @@ void Backend::reduce(ReduceOp op, const Tensor& x, const std::vector<int>& axes,
                      const ReduceParams& p, Tensor& out) {
   Context& ctx = *ctx_;
   const char* op_name = nascent::name(op);
-  check_dtype(ctx, op_name, x);
   const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
-  if (!arg || out.dtype() != DType::i64) check_dtype(ctx, op_name, out);
+  // Integer sums give i64, summed in two words.
+  const bool int_sum = op == ReduceOp::sum && out.dtype() == DType::i64;
+  check_dtype(ctx, op_name, x, int_sum);
+  check_dtype(ctx, op_name, out, arg || int_sum);
   if (out.numel() == 0) return;
   const DType dt = x.dtype();
   if (x.numel() == 0) {
@@ -116,7 +118,7 @@ void Backend::reduce(ReduceOp op, const Tensor& x, const std::vector<int>& axes,
     create(CreationOp::fill, Scalar(v), Scalar(0), out);
     return;
   }
-  if (dt != DType::f32 &&
+  if (dt != DType::f32 && !int_sum &&
       (op == ReduceOp::sum || op == ReduceOp::prod || op == ReduceOp::mean ||
        op == ReduceOp::var || op == ReduceOp::logsumexp)) {
     throw DTypeError(fmt::format(
@@ -165,8 +167,9 @@ void Backend::reduce(ReduceOp op, const Tensor& x, const std::vector<int>& axes,
   if (chunked) {
     // Partials [outputs, chunks], then the same op over them (mean sums
     // first and divides by the whole count at the end).
-    const DType pd =
-        op == ReduceOp::max || op == ReduceOp::min ? dt : DType::f32;
+    const DType pd = op == ReduceOp::max || op == ReduceOp::min ? dt
+                     : int_sum                                  ? DType::i64
+                                                                : DType::f32;
     Tensor partial = Tensor::empty({out.numel(), chunks}, pd, *this);
     const ReduceOp first = op == ReduceOp::mean ? ReduceOp::sum : op;
     run_reduce(ctx, first, x, words, partial, out.numel() * chunks);
@@ -199,6 +202,25 @@ void run_reduce(Context& ctx, ReduceOp op, const Tensor& x,
   const bool f = dt == DType::f32;
   switch (op) {
     case ReduceOp::sum:
+      if (out.dtype() == DType::i64) {
+        const std::string wide = dt == DType::i64 ? "xat(base, r)"
+                                 : dt == DType::i32
+                                     ? "i64_of(xat(base, r))"
+                                     : "vec2<u32>(xat(base, r), 0u)";
+        body = fmt::format(R"(
+  var s = vec2<u32>(0u, 0u);
+  for (var r = r0 + t; r < R; r = r + WG) {{ s = i64_add(s, {}); }}
+  s64[t] = s;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k = k >> 1u) {{
+    if (t < k) {{ s64[t] = i64_add(s64[t], s64[t + k]); }}
+    workgroupBarrier();
+  }}
+  if (t == 0u) {{ store_O(g, s64[0]); }}
+)",
+                           wide);
+        break;
+      }
       body = sum_of("xat(base, r)") + "if (t == 0u) { store_O(g, sf[0]); }";
       break;
     case ReduceOp::mean:
@@ -282,7 +304,7 @@ void run_reduce(Context& ctx, ReduceOp op, const Tensor& x,
     }}
     workgroupBarrier();
   }}
-  if (t == 0u) {{ store_O(g, i32(si[0])); }}
+  if (t == 0u) {{ store_O(g, vec2<u32>(si[0], 0u)); }}
 )",
                          beats);
       break;
@@ -298,6 +320,7 @@ void run_reduce(Context& ctx, ReduceOp op, const Tensor& x,
   src +=
       "fn XI(k: u32) -> i32 { return pi(E + k); }\n"
       "fn XU(k: u32) -> u32 { return P[E + k]; }\n";
+  src += int64_wgsl();
   src += declare("O", 1, out.dtype(), true);
   src += declare("X", 2, dt, false);
   src += "const H: u32 = " + hb + "u;\n";
@@ -307,6 +330,7 @@ void run_reduce(Context& ctx, ReduceOp op, const Tensor& x,
       "var<workgroup> sf: array<f32, 64>;\n"
       "var<workgroup> sv: array<V, 64>;\n"
       "var<workgroup> si: array<u32, 64>;\n"
+      "var<workgroup> s64: array<vec2<u32>, 64>;\n"
       "@compute @workgroup_size(WG)\n"
       "fn main(@builtin(workgroup_id) w: vec3<u32>,\n"
       "        @builtin(num_workgroups) n: vec3<u32>,\n"

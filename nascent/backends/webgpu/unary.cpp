@@ -1,10 +1,6 @@
-// Element-wise unary ops. The float kernels compute in f32 with WGSL's
-// builtins where the adapter's are exact enough for the conformance
-// bounds; the ops whose builtins are not (or that have none) are not done
-// yet and say so.
-#include <cmath>
-
-#include <fmt/format.h>
+// Element-wise unary ops. The float kernels compute in f32: WGSL's
+// builtins where they are exact (sqrt, floor...), math.cpp's functions for
+// the transcendental ones, whose builtins are not accurate enough.
 
 #include "nascent/backends/webgpu/elementwise.h"
 
@@ -12,7 +8,8 @@ namespace nascent::webgpu {
 
 namespace {
 
-// The expression of `op` on `a` of dtype dt, or "" when not done yet.
+// The expression of `op` on `a` of dtype dt (real ops get f32 only: the
+// front-end casts their integer inputs).
 std::string expression(UnaryOp op, DType dt) {
   const bool f = dt == DType::f32;
   const bool i = dt == DType::i32;
@@ -55,6 +52,39 @@ std::string expression(UnaryOp op, DType dt) {
     case U::rsqrt:
       return "1.0 / sqrt(a)";  // inverseSqrt may be a 12-bit estimate.
     case U::exp:
+      return "exp_f(a)";
+    case U::log:
+      return "log_f(a)";
+    case U::log1p:
+      return "log1p_f(a)";
+    case U::expm1:
+      return "expm1_f(a)";
+    case U::sin:
+      return "sin_f(a)";
+    case U::cos:
+      return "cos_f(a)";
+    case U::tanh:
+      return "tanh_f(a)";
+    case U::sigmoid:
+      return "sigmoid_f(a)";
+    case U::gelu:
+      return "gelu_f(a)";
+    case U::gelu_tanh:
+      return "gelu_tanh_f(a)";
+    case U::silu:
+      return "silu_f(a)";
+    case U::erf:
+      return "erf_f(a)";
+    case U::pow_scalar:
+      return "pow_f(a, X(0u))";
+  }
+  return "";
+}
+
+bool uses_math(UnaryOp op) {
+  using U = UnaryOp;
+  switch (op) {
+    case U::exp:
     case U::log:
     case U::log1p:
     case U::expm1:
@@ -67,9 +97,10 @@ std::string expression(UnaryOp op, DType dt) {
     case U::silu:
     case U::erf:
     case U::pow_scalar:
-      return "";
+      return true;
+    default:
+      return false;
   }
-  return "";
 }
 
 const char* kHelpers = R"(
@@ -99,16 +130,13 @@ void Backend::unary(UnaryOp op, const Tensor& x, const UnaryParams& p,
   check_dtype(*ctx_, op_name, x);
   check_dtype(*ctx_, op_name, out);
   const std::string body = expression(op, x.dtype());
-  if (body.empty()) {
-    throw BackendError(fmt::format(
-        "{} is not implemented yet on the webgpu backend for {} (its WGSL "
-        "builtin is not accurate enough, or there is none)",
-        op_name, x.to_string()));
-  }
+  // The math library only where the body calls it (compile time).
+  const std::string helpers =
+      std::string(kHelpers) + (uses_math(op) ? math_wgsl() : "");
   const uint32_t words[2] = {bound_word(p.a, x.dtype()),
                              bound_word(p.b, x.dtype())};
   const Tensor* in[] = {&x};
-  elementwise(*ctx_, op_name, std::string("unary_") + op_name, kHelpers, body,
+  elementwise(*ctx_, op_name, std::string("unary_") + op_name, helpers, body,
               in, out, words);
 }
 

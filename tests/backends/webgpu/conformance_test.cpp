@@ -2,10 +2,10 @@
 // ops the backend runs, each compared with its float64 reference. The cases
 // make inputs and read results through f64, which WebGPU lacks; they run
 // through HostFallbackBackend, which hands those calls (and calls with f16,
-// bf16, i64, or an op of kNotYet) to the CPU, and the test requires that
-// the op under test ran on the GPU. The ops of kNotYet must raise
-// BackendError naming the op on the bare backend (backend_test.cpp), so the
-// list cannot outlive the ops' arrival unnoticed; arange's cases use only
+// bf16, i64 outside takes_i64(), or an op of not_yet()) to the CPU, and the
+// test requires that the op under test ran on the GPU. The ops of kNotYet must
+// raise BackendError naming the op on the bare backend (backend_test.cpp), so
+// the list cannot outlive the ops' arrival unnoticed; arange's cases use only
 // i64 and f64, so backend_test.cpp compares it with the CPU. Without an
 // adapter every
 // op reports that it was skipped and why.
@@ -26,7 +26,8 @@ TEST_P(WebGpuConformance, MatchesFloat64Reference) {
   Backend* gpu = testing::shared_backend();
   if (gpu == nullptr) GTEST_SKIP() << testing::no_adapter_reason();
   static cpu::Backend& cpu = *new cpu::Backend();
-  testing::HostFallbackBackend backend(*gpu, cpu, testing::not_yet());
+  testing::HostFallbackBackend backend(*gpu, cpu, testing::not_yet(),
+                                       testing::takes_i64());
   int count = 0;
   for (const conformance::Case& c : conformance::cases()) {
     if (c.op != GetParam()) continue;

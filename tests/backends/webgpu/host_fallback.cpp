@@ -25,16 +25,18 @@ bool HostFallbackBackend::needs_cpu(
     Op op, std::initializer_list<const Tensor*> inputs,
     std::initializer_list<Tensor*> written) const {
   if (not_yet_.count(op) != 0) return true;
+  const bool i64 = i64_ops_.count(op) != 0;
+  auto on_gpu = [&](const Tensor* t) {
+    return t == nullptr || !t->defined() || gpu_dtype(t->dtype()) ||
+           (i64 && t->dtype() == DType::i64);
+  };
   for (const Tensor* t : inputs) {
-    if (t != nullptr && t->defined() && !gpu_dtype(t->dtype())) return true;
+    if (!on_gpu(t)) return true;
   }
   for (const Tensor* t : written) {
-    if (t == nullptr || !t->defined() || gpu_dtype(t->dtype())) continue;
     // argmax and argmin give i64, which the backend writes.
-    if ((op == Op::argmax || op == Op::argmin) && t->dtype() == DType::i64) {
-      continue;
-    }
-    return true;
+    const bool arg = op == Op::argmax || op == Op::argmin;
+    if (!on_gpu(t) && !(arg && t->dtype() == DType::i64)) return true;
   }
   return false;
 }

@@ -1,6 +1,7 @@
 // A Backend for running the conformance cases on the WebGPU backend: every
 // op goes to the WebGPU backend, except calls that involve a dtype the
-// backend does not take (f64, f16, bf16, i64) or an op it does not run yet,
+// backend does not take (f64, f16, bf16, and i64 outside the ops that take
+// it) or an op it does not run yet,
 // which the CPU backend runs on host copies and writes back into the
 // WebGPU storage. The cases make their inputs and read their results
 // through f64 (random_tensor, to_host), which WebGPU lacks: this keeps the
@@ -21,13 +22,15 @@ namespace nascent::webgpu::testing {
 
 class HostFallbackBackend final : public ForwardingBackend {
  public:
-  // `not_yet`: the ops the WebGPU backend does not run yet.
+  // `not_yet`: the ops the WebGPU backend does not run yet; `i64_ops`
+  // those whose i64 calls it runs.
   HostFallbackBackend(webgpu::Backend& gpu, cpu::Backend& cpu,
-                      std::set<Op> not_yet)
+                      std::set<Op> not_yet, std::set<Op> i64_ops)
       : ForwardingBackend(gpu),
         gpu_(gpu),
         cpu_(cpu),
-        not_yet_(std::move(not_yet)) {}
+        not_yet_(std::move(not_yet)),
+        i64_ops_(std::move(i64_ops)) {}
   std::string name() const override { return gpu_.name() + "+host"; }
   int gpu_calls(Op op) const { return gpu_calls_[size_t(op)]; }
   int cpu_calls(Op op) const { return cpu_calls_[size_t(op)]; }
@@ -83,6 +86,7 @@ class HostFallbackBackend final : public ForwardingBackend {
   webgpu::Backend& gpu_;
   cpu::Backend& cpu_;
   std::set<Op> not_yet_;
+  std::set<Op> i64_ops_;
   std::array<int, kNumOps> gpu_calls_{};
   std::array<int, kNumOps> cpu_calls_{};
 };
