@@ -116,13 +116,12 @@ class NcclCommunicator final : public dist::Communicator {
                                                dist::Reduction op) override {
     check_reduce(x, op);
     const Tensor in = on_gpu("all_reduce", x);
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.backend());
+    auto [out, dst] = output(x.shape(), x);
     DeviceGuard device(gpu_.device());
     check_nccl(
-        nccl().ncclAllReduce(byte_ptr(in), byte_ptr(out), size_t(x.numel()),
-                             nccl_type(x.dtype()),
-                             op == dist::Reduction::mean ? ncclAvg : ncclSum,
-                             comm_, stream()),
+        nccl().ncclAllReduce(
+            byte_ptr(in), dst, size_t(x.numel()), nccl_type(x.dtype()),
+            op == dist::Reduction::mean ? ncclAvg : ncclSum, comm_, stream()),
         "ncclAllReduce");
     return std::make_unique<dist::DoneWork>(std::move(out));
   }
