@@ -43,7 +43,6 @@ void check_mpi(int rc, const char* call) {
 // ends the run).
 struct Runtime {
   std::once_flag once;
-  bool initialised_here = false;
   bool broken = false;
 
   static Runtime& get() {
@@ -59,7 +58,6 @@ struct Runtime {
         check_mpi(
             MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
             "MPI_Init_thread");
-        initialised_here = true;
         std::atexit([] {
           Runtime& r = get();
           int finalized = 0;
@@ -145,9 +143,13 @@ class MpiCommunicator final : public Communicator {
     check("broadcast", x, false, root);
     auto w = start("broadcast", x);
     copy_in(x, w->bytes);
-    send_bytes(*w, [&](std::byte* p, int n, MPI_Request* r) {
-      return MPI_Ibcast(p, n, MPI_BYTE, root, comm_, r);
-    });
+    const size_t n = w->bytes.size();
+    for (size_t at = 0; at < n; at += kPiece) {
+      add(*w,
+          MPI_Ibcast(w->bytes.data() + at, int(std::min(kPiece, n - at)),
+                     MPI_BYTE, root, comm_, &w->requests.emplace_back()),
+          "MPI_Ibcast");
+    }
     w->finish = [x](MpiWork& m) {
       return from_data(m.bytes.data(), x.shape(), x.dtype(), x.backend());
     };
@@ -241,16 +243,6 @@ class MpiCommunicator final : public Communicator {
   static void add(MpiWork& w, int rc, const char* call) {
     if (rc != MPI_SUCCESS) w.requests.pop_back();
     check_mpi(rc, call);
-  }
-  template <class F>
-  void send_bytes(MpiWork& w, F&& call) {
-    const size_t n = w.bytes.size();
-    for (size_t at = 0; at < n; at += kPiece) {
-      add(w,
-          call(w.bytes.data() + at, int(std::min(kPiece, n - at)),
-               &w.requests.emplace_back()),
-          "MPI_Ibcast");
-    }
   }
   // The values of x, contiguous, into `out` (resized).
   static void copy_in(const Tensor& x, std::vector<std::byte>& out) {
